@@ -1,0 +1,33 @@
+import type { Command } from 'commander';
+import { openStorage } from '../../main.js';
+import { exitOnSignals, startServer } from '../../server.js';
+import { loadMigrations } from '../../storage/migrate.js';
+import { settingsFrom } from '../main.js';
+
+export function registerServerCommands(program: Command): void {
+  const server = program.command('server').description('run and maintain the cloud');
+
+  server.command('start')
+    .description('start the cloud (settings: environment or flags, docs/configuration.md)')
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .action(async (_opts, cmd: Command) => {
+      const settings = settingsFrom(cmd.args);
+      const { skyport, url } = await startServer(settings);
+      const store = settings.databaseUrl ? 'PostgreSQL' : `embedded store in ${settings.dataDir}`;
+      process.stdout.write(`Skyport is running\n  API      ${url}\n  OpenAPI  ${url}/v1/openapi.json\n  storage  ${store}\n  sign-up  ${settings.signup ? 'open' : 'closed'}\n`);
+      exitOnSignals(skyport, settings.shutdownGraceSeconds);
+    });
+
+  server.command('migrate')
+    .description('apply pending storage migrations and exit')
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .action(async (_opts, cmd: Command) => {
+      const settings = settingsFrom(cmd.args);
+      const db = await openStorage(settings);
+      await db.close();
+      const newest = loadMigrations().at(-1);
+      process.stdout.write(`storage is at schema version ${newest?.version ?? 0} (${newest?.name ?? 'empty'})\n`);
+    });
+}

@@ -1,0 +1,33 @@
+import { Command } from 'commander';
+import { loadSettings, SettingsError } from '../config/settings.js';
+import { VERSION } from '../main.js';
+import { registerServerCommands } from './commands/server.js';
+import { registerUserCommands } from './commands/user.js';
+
+/** `skyport`: the command line. Each command prints one clear line on stderr when it fails. */
+export async function runCli(argv: readonly string[]): Promise<void> {
+  const program = new Command('skyport')
+    .description('Skyport, a self-hostable device cloud')
+    .version(VERSION)
+    .showHelpAfterError()
+    .exitOverride();
+  registerServerCommands(program);
+  registerUserCommands(program);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+  } catch (err) {
+    const e = err as { code?: string; exitCode?: number; message?: string };
+    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return;
+    if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
+      process.exitCode = e.exitCode ?? 1;
+      return;
+    }
+    process.stderr.write(`skyport: ${err instanceof SettingsError || err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  }
+}
+
+/** Settings from the environment plus the flags left over after a command's own options. */
+export function settingsFrom(args: readonly string[]) {
+  return loadSettings(process.env, args);
+}

@@ -1,0 +1,143 @@
+/**
+ * Settings: one table, read once at start from the environment and command-line flags (flags
+ * win), validated, frozen and passed down. docs/configuration.md is generated from this table
+ * (`npm run docs:config`), and a test fails when the two drift apart.
+ */
+export interface Settings {
+  readonly host: string;
+  readonly port: number;
+  readonly mqttPort: number;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly signup: boolean;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly trustProxy: boolean;
+  readonly tokenLifetimeSeconds: number;
+  readonly refreshTokenLifetimeSeconds: number;
+  readonly loginMaxFailures: number;
+  readonly loginLockoutSeconds: number;
+  readonly ipMaxFailures: number;
+  readonly ipFailureWindowSeconds: number;
+  readonly bodyLimitBytes: number;
+  readonly shutdownGraceSeconds: number;
+  readonly tokenCacheSeconds: number;
+}
+
+export class SettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SettingsError';
+  }
+}
+
+interface SettingSpec<K extends keyof Settings> {
+  key: K;
+  env: string;
+  flag: string;
+  default: string | undefined;
+  doc: string;
+  parse(raw: string, name: string): Settings[K];
+}
+
+function integer(min: number, max: number) {
+  return (raw: string, name: string): number => {
+    if (!/^\d+$/.test(raw.trim())) throw new SettingsError(`${name} must be a whole number, got "${raw}"`);
+    const n = Number(raw.trim());
+    if (n < min || n > max) throw new SettingsError(`${name} must be between ${min} and ${max}, got ${n}`);
+    return n;
+  };
+}
+
+function onOff(raw: string, name: string): boolean {
+  const v = raw.trim().toLowerCase();
+  if (['on', 'true', '1', 'yes'].includes(v)) return true;
+  if (['off', 'false', '0', 'no'].includes(v)) return false;
+  throw new SettingsError(`${name} must be on or off, got "${raw}"`);
+}
+
+const text = (raw: string) => raw;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
+  { key: 'host', env: 'HOST', flag: '--host', default: '0.0.0.0', doc: 'Address the HTTP API (and later the device gateway) binds to.', parse: text },
+  { key: 'port', env: 'PORT', flag: '--port', default: '8080', doc: 'HTTP port of the REST API. 0 picks a free port.', parse: integer(0, 65535) },
+  { key: 'mqttPort', env: 'MQTT_PORT', flag: '--mqtt-port', default: '1883', doc: 'MQTT port of the device gateway. 0 picks a free port.', parse: integer(0, 65535) },
+  { key: 'dataDir', env: 'DATA_DIR', flag: '--data-dir', default: './data', doc: 'Folder of the embedded store (used when DATABASE_URL is not set).', parse: text },
+  {
+    key: 'databaseUrl', env: 'DATABASE_URL', flag: '--database-url', default: undefined,
+    doc: 'PostgreSQL connection URL (postgres://user:pass@host:5432/db). When set, storage is PostgreSQL instead of the embedded store.',
+    parse(raw, name) {
+      if (!/^postgres(ql)?:\/\//.test(raw)) throw new SettingsError(`${name} must be a postgres:// or postgresql:// URL`);
+      try {
+        new URL(raw);
+      } catch {
+        throw new SettingsError(`${name} is not a valid URL`);
+      }
+      return raw;
+    },
+  },
+  { key: 'signup', env: 'SIGNUP', flag: '--signup', default: 'on', doc: 'Open sign-up through POST /v1/users: on or off. With off, create accounts with `skyport user create`.', parse: onOff },
+  {
+    key: 'logLevel', env: 'LOG_LEVEL', flag: '--log-level', default: 'info', doc: `Log level: ${LOG_LEVELS.join(', ')}.`,
+    parse(raw, name) {
+      const v = raw.trim().toLowerCase();
+      if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new SettingsError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+      return v as Settings['logLevel'];
+    },
+  },
+  { key: 'trustProxy', env: 'TRUST_PROXY', flag: '--trust-proxy', default: 'off', doc: 'Take the client address from X-Forwarded-For (on only behind a reverse proxy you run).', parse: onOff },
+  { key: 'tokenLifetimeSeconds', env: 'TOKEN_LIFETIME_SECONDS', flag: '--token-lifetime-seconds', default: '7776000', doc: 'Lifetime of an access token when the request names none (90 days).', parse: integer(1, 10 * 365 * 86400) },
+  { key: 'refreshTokenLifetimeSeconds', env: 'REFRESH_TOKEN_LIFETIME_SECONDS', flag: '--refresh-token-lifetime-seconds', default: '1209600', doc: 'Lifetime of a refresh token, counted from when its access token expires (14 days).', parse: integer(60, 10 * 365 * 86400) },
+  { key: 'loginMaxFailures', env: 'LOGIN_MAX_FAILURES', flag: '--login-max-failures', default: '10', doc: 'Consecutive failed logins (or client authentications) after which an account (or client) is locked out.', parse: integer(1, 1000) },
+  { key: 'loginLockoutSeconds', env: 'LOGIN_LOCKOUT_SECONDS', flag: '--login-lockout-seconds', default: '1800', doc: 'How long a lock-out lasts (30 minutes).', parse: integer(1, 86400) },
+  { key: 'ipMaxFailures', env: 'IP_MAX_FAILURES', flag: '--ip-max-failures', default: '100', doc: 'Failed logins and client authentications one source address may make within IP_FAILURE_WINDOW_SECONDS before it gets 429.', parse: integer(1, 1_000_000) },
+  { key: 'ipFailureWindowSeconds', env: 'IP_FAILURE_WINDOW_SECONDS', flag: '--ip-failure-window-seconds', default: '300', doc: 'Window of IP_MAX_FAILURES (5 minutes).', parse: integer(1, 86400) },
+  { key: 'bodyLimitBytes', env: 'BODY_LIMIT_BYTES', flag: '--body-limit-bytes', default: '1048576', doc: 'Largest request body accepted (1 MiB); larger bodies answer 413.', parse: integer(1024, 64 * 1024 * 1024) },
+  { key: 'shutdownGraceSeconds', env: 'SHUTDOWN_GRACE_SECONDS', flag: '--shutdown-grace-seconds', default: '10', doc: 'On SIGTERM, how long in-flight requests may take before the server closes anyway.', parse: integer(0, 3600) },
+  { key: 'tokenCacheSeconds', env: 'TOKEN_CACHE_SECONDS', flag: '--token-cache-seconds', default: '30', doc: 'How long a verified access token is remembered in memory. Revocation on the same node takes effect at once; 0 turns the cache off.', parse: integer(0, 3600) },
+];
+
+/**
+ * Reads the settings from `env` and `argv` (flags such as `--port 9000` or `--port=9000`).
+ * Throws SettingsError with a message naming the setting on the first bad value.
+ */
+export function loadSettings(env: Record<string, string | undefined>, argv: readonly string[] = []): Settings {
+  const flags = parseFlags(argv);
+  const out: Record<string, unknown> = {};
+  for (const spec of SETTINGS) {
+    const fromFlag = flags.get(spec.flag);
+    const fromEnv = env[spec.env];
+    const raw = fromFlag ?? (fromEnv === '' ? undefined : fromEnv) ?? spec.default;
+    const name = fromFlag !== undefined ? spec.flag : spec.env;
+    out[spec.key] = raw === undefined ? undefined : spec.parse(raw, name);
+    flags.delete(spec.flag);
+  }
+  const unknown = [...flags.keys()];
+  if (unknown.length > 0) throw new SettingsError(`unknown option ${unknown[0]} (see docs/configuration.md)`);
+  return Object.freeze(out) as unknown as Settings;
+}
+
+function parseFlags(argv: readonly string[]): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (!arg.startsWith('--')) throw new SettingsError(`unexpected argument "${arg}"`);
+    const eq = arg.indexOf('=');
+    if (eq > 0) {
+      flags.set(arg.slice(0, eq), arg.slice(eq + 1));
+    } else {
+      const value = argv[i + 1];
+      if (value === undefined || value.startsWith('--')) throw new SettingsError(`option ${arg} needs a value`);
+      flags.set(arg, value);
+      i++;
+    }
+  }
+  return flags;
+}
+
+/** The settings table as Markdown, for docs/configuration.md. */
+export function settingsMarkdown(): string {
+  const rows = SETTINGS.map((s) => `| \`${s.env}\` | \`${s.flag}\` | ${s.default === undefined ? '(unset)' : `\`${s.default}\``} | ${s.doc} |`);
+  return ['| environment | flag | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}

@@ -1,0 +1,67 @@
+/**
+ * The error catalogue: every error the API can answer with, by stable code.
+ *
+ * `code` is what clients match on and never changes; `wire` is the value placed in the
+ * `error` field where Particle's wire format fixes a different text (reference §6, §11).
+ * docs/errors.md lists every code; test/errors-catalogue.test.ts fails when one is missing.
+ */
+export interface ErrorSpec {
+  readonly status: number;
+  readonly summary: string;
+  /** Text of the `error` field when it is not the code itself. */
+  readonly wire?: string;
+}
+
+export const ERRORS = {
+  // RFC 6749 §5.2 and the reference's status table (reference §1)
+  invalid_request: { status: 400, summary: 'The request is malformed: a parameter is missing, repeated, of the wrong type or too long.' },
+  invalid_client: { status: 400, summary: 'Client authentication failed: unknown client, wrong secret, or no credentials.' },
+  invalid_grant: { status: 400, summary: 'The credentials of the grant (password, refresh token, one-time password) are invalid or expired.' },
+  unauthorized_client: { status: 400, summary: 'The client may not use this grant type or endpoint.' },
+  unsupported_grant_type: { status: 400, summary: 'The grant_type is not one the server supports.' },
+  invalid_scope: { status: 400, summary: 'The requested scope is unknown or wider than the client allows.' },
+  // RFC 6750 §3.1
+  invalid_token: { status: 401, summary: 'The access token is unknown, expired or revoked.' },
+  insufficient_scope: { status: 403, summary: 'The access token is valid but its scope does not allow this request.' },
+  mfa_required: { status: 403, summary: 'The account has multi-factor authentication on: complete the login with the one-time password grant and the mfa_token.' },
+  // Resources
+  forbidden: { status: 403, summary: 'The caller may not do this.' },
+  permission_denied: { status: 403, wire: 'Permission Denied', summary: 'Unknown device, or a device the caller may not reach (Particle answers the same for both).' },
+  signup_closed: { status: 403, summary: 'Open sign-up is switched off on this server (SIGNUP=off).' },
+  not_found: { status: 404, summary: 'No such resource, or none the caller may see.' },
+  username_taken: { status: 409, summary: 'An account with this username already exists.' },
+  conflict: { status: 409, summary: 'The request conflicts with the current state of the resource.' },
+  payload_too_large: { status: 413, summary: 'The request body is larger than the server accepts.' },
+  unsupported_media_type: { status: 415, summary: 'The Content-Type is not one this endpoint accepts.' },
+  rate_limit_exceeded: { status: 429, summary: 'Too many requests or failed attempts; retry after the number of seconds in Retry-After.' },
+  server_error: { status: 500, summary: 'An unexpected failure; the body carries only a request id to quote when reporting it.' },
+  service_unavailable: { status: 503, summary: 'The server is starting or shutting down, or storage is unreachable.' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** Extra public fields some errors carry (mfa_token, info, errors, violations...). */
+export type ErrorDetails = Record<string, unknown>;
+
+export class DomainError extends Error {
+  readonly code: ErrorCode;
+  readonly details: ErrorDetails;
+  /** Seconds the client should wait (sent as Retry-After). */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetails; retryAfterSeconds?: number; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'DomainError';
+    this.code = code;
+    this.details = options.details ?? {};
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+
+  get status(): number {
+    return ERRORS[this.code].status;
+  }
+}
+
+export function isDomainError(value: unknown): value is DomainError {
+  return value instanceof DomainError;
+}

@@ -1,0 +1,35 @@
+import { DomainError } from './errors.js';
+
+/** The longest lifetime a token may be given: ten years. Longer asks for `expires_in=0`. */
+export const MAX_LIFETIME_SECONDS = 10 * 365 * 86400;
+
+export interface Lifetime {
+  /** Seconds the token lives; 0 for a token that never expires. */
+  expiresIn: number;
+  expiresAt: Date | null;
+}
+
+/**
+ * Resolves `expires_in` (seconds; 0 = never expires) and `expires_at` (ISO-8601, wins when both
+ * are given) of a token request (reference §1).
+ */
+export function resolveLifetime(input: { expiresIn?: string | undefined; expiresAt?: string | undefined }, now: Date, defaultSeconds: number): Lifetime {
+  if (input.expiresAt !== undefined && input.expiresAt !== '') {
+    const at = Date.parse(input.expiresAt);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(input.expiresAt) || Number.isNaN(at)) {
+      throw new DomainError('invalid_request', 'expires_at must be an ISO-8601 date and time');
+    }
+    const seconds = Math.floor((at - now.getTime()) / 1000);
+    if (seconds <= 0) throw new DomainError('invalid_request', 'expires_at must be in the future');
+    if (seconds > MAX_LIFETIME_SECONDS) throw new DomainError('invalid_request', 'expires_at may be at most ten years ahead; use expires_in=0 for a token that never expires');
+    return { expiresIn: seconds, expiresAt: new Date(at) };
+  }
+  let seconds = defaultSeconds;
+  if (input.expiresIn !== undefined && input.expiresIn !== '') {
+    if (!/^\d{1,10}$/.test(input.expiresIn)) throw new DomainError('invalid_request', 'expires_in must be a whole number of seconds (0 for a token that never expires)');
+    seconds = Number(input.expiresIn);
+  }
+  if (seconds === 0) return { expiresIn: 0, expiresAt: null };
+  if (seconds > MAX_LIFETIME_SECONDS) throw new DomainError('invalid_request', 'expires_in may be at most ten years (315360000); use 0 for a token that never expires');
+  return { expiresIn: seconds, expiresAt: new Date(now.getTime() + seconds * 1000) };
+}

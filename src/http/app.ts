@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import formbody from '@fastify/formbody';
+import swagger from '@fastify/swagger';
+import { Ajv } from 'ajv';
+import { DomainError } from '../domain/errors.js';
+import type { Settings } from '../config/settings.js';
+import type { AccountService } from '../services/accounts.service.js';
+import type { AuditService } from '../services/audit.service.js';
+import type { ClientService } from '../services/clients.service.js';
+import type { MfaService } from '../services/mfa.service.js';
+import type { OAuthService } from '../services/oauth.service.js';
+import type { TokenService } from '../services/tokens.service.js';
+import { createGuard } from './auth.js';
+import { installErrorHandling } from './error-handler.js';
+import { loggerOptions } from './logging.js';
+import { ErrorBody } from './schemas.js';
+import { accessTokenRoutes } from './routes/access-tokens.routes.js';
+import { clientRoutes } from './routes/clients.routes.js';
+import { healthRoutes } from './routes/health.routes.js';
+import { oauthRoutes } from './routes/oauth.routes.js';
+import { userRoutes } from './routes/users.routes.js';
+
+export interface HttpDeps {
+  settings: Settings;
+  accounts: AccountService;
+  audit: AuditService;
+  clients: ClientService;
+  mfa: MfaService;
+  oauth: OAuthService;
+  tokens: TokenService;
+  health(): Promise<string>;
+  /** A pino logger options object, or false (tests). */
+  logger?: FastifyServerOptions['logger'];
+  version: string;
+}
+
+/** Builds the REST API without listening (tests inject requests; main.ts listens). */
+export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: deps.logger ?? loggerOptions(deps.settings),
+    bodyLimit: deps.settings.bodyLimitBytes,
+    trustProxy: deps.settings.trustProxy,
+    // Accept a caller's request id when it is sane, so that logs can be joined across services.
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+  });
+
+  // Request bodies are validated as sent: a JSON number is not a string. Query strings and
+  // path parameters are text by nature, so those are coerced to the declared types.
+  const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
+  const textAjv = new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
+
+  await app.register(formbody, { bodyLimit: deps.settings.bodyLimitBytes });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'Skyport API', version: deps.version, description: "Skyport's REST API, in Particle's cloud wire format. Errors: docs/errors.md." },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer' },
+          clientBasic: { type: 'http', scheme: 'basic' },
+        },
+      },
+      security: [{ bearer: [] }],
+    },
+  });
+  app.addSchema(ErrorBody);
+  installErrorHandling(app);
+  app.decorateRequest('auth', null);
+
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.id.length > 64 || !/^[\w.-]+$/.test(req.id)) req.id = randomUUID();
+    reply.header('x-request-id', req.id);
+  });
+  // PostgreSQL text cannot hold NUL; refuse it at the edge instead of failing in storage.
+  app.addHook('preValidation', async (req) => {
+    if (containsNul(req.body) || containsNul(req.query) || containsNul(req.params)) {
+      throw new DomainError('invalid_request', 'Text fields must not contain NUL characters');
+    }
+  });
+
+  const guard = createGuard(deps.tokens);
+  healthRoutes(app, { check: deps.health });
+  oauthRoutes(app, { oauth: deps.oauth, clients: deps.clients });
+  accessTokenRoutes(app, { tokens: deps.tokens, audit: deps.audit, guard });
+  userRoutes(app, { accounts: deps.accounts, mfa: deps.mfa, audit: deps.audit, guard });
+  clientRoutes(app, { clients: deps.clients, guard });
+
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.ready();
+  return app;
+}
+
+function containsNul(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (depth > 20 || value === null || typeof value !== 'object') return false;
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    if (k.includes('\u0000') || containsNul(v, depth + 1)) return true;
+  }
+  return false;
+}

@@ -1,0 +1,54 @@
+import type { FastifyRequest } from 'fastify';
+import { DomainError } from '../domain/errors.js';
+import { scopeAllows, type Scope } from '../domain/scopes.js';
+import type { AccessTokenRecord, Subject } from '../repositories/tokens.repository.js';
+import type { TokenService } from '../services/tokens.service.js';
+import { accessTokenOf } from './credentials.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The verified access token of the request, set by an auth guard. */
+    auth: AccessTokenRecord | null;
+  }
+}
+
+export interface GuardOptions {
+  /** Which token subjects may use the route (default: any). */
+  subjects?: ReadonlyArray<Subject['kind']>;
+  /** The scope the route needs (default: full scope). */
+  scope?: Scope;
+}
+
+/**
+ * Builds a preHandler that verifies the access token and checks its subject and scope, so that
+ * a route states who may call it in one line: `preHandler: guard({ subjects: ['user'] })`.
+ */
+export function createGuard(tokens: TokenService) {
+  return function guard(options: GuardOptions = {}) {
+    return async function requireToken(req: FastifyRequest): Promise<void> {
+      const record = await tokens.authenticate(accessTokenOf(req));
+      if (!scopeAllows(record.scope, options.scope ?? null)) {
+        throw new DomainError('insufficient_scope', `This token's scope (${record.scope}) does not allow this request`);
+      }
+      if (options.subjects && !options.subjects.includes(record.subject.kind)) {
+        throw new DomainError('forbidden', `This route is not for ${record.subject.kind} tokens`);
+      }
+      req.auth = record;
+    };
+  };
+}
+
+export type Guard = ReturnType<typeof createGuard>;
+
+/** The verified token of a guarded route. */
+export function authOf(req: FastifyRequest): AccessTokenRecord {
+  if (!req.auth) throw new DomainError('server_error', 'route is missing its auth guard');
+  return req.auth;
+}
+
+/** The user id of a guarded route that admits only user tokens. */
+export function userIdOf(req: FastifyRequest): string {
+  const s = authOf(req).subject;
+  if (s.kind !== 'user') throw new DomainError('forbidden', 'This route is for user accounts');
+  return s.userId;
+}

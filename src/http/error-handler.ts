@@ -1,0 +1,72 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError, ERRORS } from '../domain/errors.js';
+
+/**
+ * The one place errors become HTTP answers. Every answer is JSON: `{ok:false, error,
+ * error_description}` plus the error's public details (mfa_token, info, errors, violations),
+ * which also satisfies RFC 6749 §5.2 on the OAuth endpoints. A 5xx shows only a request id;
+ * its cause goes to the log.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler(function handleError(err: FastifyError | DomainError | Error, req, reply) {
+    const domain = toDomainError(err, req);
+    if (domain.status >= 500) {
+      req.log.error({ err }, 'request failed');
+    } else {
+      req.log.info({ code: domain.code, status: domain.status }, domain.message);
+    }
+    return sendError(reply, domain, req.id);
+  });
+
+  app.setNotFoundHandler(function routeNotFound(req, reply) {
+    return sendError(reply, new DomainError('not_found', `No route ${req.method} ${req.url.split('?')[0]}`), req.id);
+  });
+}
+
+export function sendError(reply: FastifyReply, e: DomainError, requestId: string): FastifyReply {
+  const spec = ERRORS[e.code];
+  if (e.retryAfterSeconds !== undefined) reply.header('Retry-After', String(e.retryAfterSeconds));
+  // RFC 6749 §5.2 / RFC 6750 §3: tell the client which authentication scheme failed.
+  if (e.code === 'invalid_client') reply.header('WWW-Authenticate', 'Basic realm="Skyport"');
+  if (e.code === 'invalid_token') reply.header('WWW-Authenticate', 'Bearer realm="Skyport", error="invalid_token"');
+  if (e.code === 'insufficient_scope') reply.header('WWW-Authenticate', 'Bearer realm="Skyport", error="insufficient_scope"');
+  const body: Record<string, unknown> = e.status >= 500
+    ? { ok: false, error: e.code, error_description: `${e.message} (request ${requestId})`, request_id: requestId }
+    : { ok: false, error: 'wire' in spec ? spec.wire : e.code, error_description: e.message, ...e.details };
+  return reply.code(e.status).type('application/json; charset=utf-8').send(body);
+}
+
+function toDomainError(err: FastifyError | DomainError | Error, req: FastifyRequest): DomainError {
+  if (err instanceof DomainError) return err;
+  const fe = err as FastifyError;
+  if (fe.validation) {
+    const where = fe.validationContext ?? 'request';
+    const first = fe.validation[0];
+    const path = first ? `${where}${first.instancePath.replace(/\//g, '.')}` : where;
+    const what = first?.keyword === 'required' ? `${where}.${(first.params as { missingProperty: string }).missingProperty} is required`
+      : first?.keyword === 'additionalProperties' ? `${where} has an unknown field "${(first.params as { additionalProperty: string }).additionalProperty}"`
+        : `${path} ${first?.message ?? 'is invalid'}`;
+    return new DomainError('invalid_request', what);
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      // The token endpoint takes form encoding only, and says so as the reference does (§1).
+      if (req.url.startsWith('/oauth/')) return new DomainError('invalid_request', 'Method must be POST with application/x-www-form-urlencoded encoding');
+      return new DomainError('unsupported_media_type', `Content-Type ${String(req.headers['content-type']).slice(0, 100)} is not accepted here; send application/json or application/x-www-form-urlencoded`);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new DomainError('payload_too_large', 'The request body is too large');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new DomainError('invalid_request', 'The body is empty but Content-Type says JSON');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new DomainError('invalid_request', 'The body is not valid JSON');
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError || fe.statusCode === 400) return new DomainError('invalid_request', 'The body could not be parsed');
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    if (fe.statusCode === 413) return new DomainError('payload_too_large', 'The request body is too large');
+    if (fe.statusCode === 415) return new DomainError('unsupported_media_type', 'This Content-Type is not accepted here');
+    return new DomainError('invalid_request', fe.message);
+  }
+  return new DomainError('server_error', 'Internal error', { cause: err });
+}

@@ -1,0 +1,26 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+/** Shared JSON Schemas of the routes; they validate requests and feed /v1/openapi.json. */
+
+export const ErrorBody = Type.Object({
+  ok: Type.Literal(false),
+  error: Type.String({ description: 'Stable error code (docs/errors.md)' }),
+  error_description: Type.String(),
+}, { additionalProperties: true, $id: 'Error' });
+
+export const OkBody = Type.Object({ ok: Type.Literal(true) });
+
+/** A boolean as JSON sends it, or as a form field ("true"/"false"). */
+export const Flag = Type.Union([Type.Boolean(), Type.Literal('true'), Type.Literal('false')]);
+export const flagValue = (v: boolean | 'true' | 'false' | undefined): boolean => v === true || v === 'true';
+
+/** A bounded string; every free-text field has a limit so that nothing unbounded is stored. */
+export const Str = (max: number, opts: Record<string, unknown> = {}) => Type.String({ maxLength: max, ...opts });
+
+export const errorResponses = (...statuses: number[]): Record<number, TSchema> =>
+  Object.fromEntries(statuses.map((s) => [s, Type.Ref('Error')]));
+
+export const Pagination = Type.Object({
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
+  per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 25 })),
+});

@@ -1,0 +1,52 @@
+import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
+
+/**
+ * Random secrets and their hashes.
+ *
+ * Access tokens, refresh tokens, client secrets, MFA tokens and recovery codes are random
+ * values of at least 128 bits, so a single SHA-256 is a sound way to store them: nothing can be
+ * guessed from the hash, and lookups by hash stay fast enough for token issuance at thousands
+ * per second. Passwords are chosen by people, so they get argon2id (RFC 9106) instead.
+ */
+export interface Secrets {
+  /** A new opaque token: `bytes` random bytes, hex encoded. */
+  token(bytes?: number): string;
+  /** A number with exactly `digits` decimal digits. */
+  digits(digits: number): string;
+  sha256(value: string): string;
+  /** Constant-time equality of two hex digests. */
+  sameDigest(a: string, b: string): boolean;
+  hashPassword(password: string): Promise<string>;
+  verifyPassword(hash: string, password: string): Promise<boolean>;
+}
+
+/** argon2id parameters: OWASP's second recommended set (19 MiB, 2 passes, 1 lane). */
+const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
+
+export function createSecrets(options: { fastPasswordHashing?: boolean } = {}): Secrets {
+  // Test suites may lower the argon2 cost; production never sets this.
+  const params = options.fastPasswordHashing ? { memoryCost: 1024, timeCost: 1, parallelism: 1 } : ARGON2;
+  return {
+    token: (bytes = 20) => randomBytes(bytes).toString('hex'),
+    digits(n) {
+      let out = '';
+      for (let i = 0; i < n; i++) out += String(randomInt(10));
+      return out;
+    },
+    sha256: (value) => createHash('sha256').update(value, 'utf8').digest('hex'),
+    sameDigest(a, b) {
+      const x = Buffer.from(a, 'hex');
+      const y = Buffer.from(b, 'hex');
+      return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
+    },
+    hashPassword: (password) => argon2Hash(password, { ...params, algorithm: 2 }),
+    async verifyPassword(hash, password) {
+      try {
+        return await argon2Verify(hash, password);
+      } catch {
+        return false;
+      }
+    },
+  };
+}

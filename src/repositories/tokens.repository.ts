@@ -1,0 +1,149 @@
+import type { Queryable, Db } from '../storage/db.js';
+import type { Scope } from '../domain/scopes.js';
+import { createBatcher } from '../storage/batcher.js';
+
+/** Whom a token acts for. Customer tokens also carry their product. */
+export type Subject =
+  | { kind: 'user'; userId: string }
+  | { kind: 'product'; productId: string }
+  | { kind: 'customer'; customerId: string; productId: string };
+
+export interface AccessTokenRecord {
+  tokenHash: string;
+  subject: Subject;
+  clientId: string;
+  scope: Scope;
+  createdAt: Date;
+  expiresAt: Date | null;
+}
+
+export interface RefreshTokenRecord {
+  tokenHash: string;
+  accessTokenHash: string;
+  subject: Subject;
+  clientId: string;
+  scope: Scope;
+  /** Lifetime, in seconds, of the access tokens this refresh token makes. */
+  accessExpiresIn: number;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+interface SubjectColumns { subject_kind: Subject['kind']; user_id: string | null; product_id: string | null; customer_id: string | null }
+
+const subjectColumns = (s: Subject): [string, string | null, string | null, string | null] => [
+  s.kind,
+  s.kind === 'user' ? s.userId : null,
+  s.kind === 'user' ? null : s.productId,
+  s.kind === 'customer' ? s.customerId : null,
+];
+
+function toSubject(r: SubjectColumns): Subject {
+  if (r.subject_kind === 'user') return { kind: 'user', userId: r.user_id as string };
+  if (r.subject_kind === 'product') return { kind: 'product', productId: r.product_id as string };
+  return { kind: 'customer', customerId: r.customer_id as string, productId: r.product_id as string };
+}
+
+interface AccessRow extends SubjectColumns { token_hash: string; client_id: string; scope: string | null; created_at: Date; expires_at: Date | null }
+interface RefreshRow extends AccessRow { access_token_hash: string; access_expires_in: number }
+
+const toAccess = (r: AccessRow): AccessTokenRecord => ({
+  tokenHash: r.token_hash,
+  subject: toSubject(r),
+  clientId: r.client_id,
+  scope: r.scope as Scope,
+  createdAt: new Date(r.created_at),
+  expiresAt: r.expires_at === null ? null : new Date(r.expires_at),
+});
+
+const toRefresh = (r: RefreshRow): RefreshTokenRecord => ({
+  ...toAccess(r),
+  accessTokenHash: r.access_token_hash,
+  accessExpiresIn: Number(r.access_expires_in),
+  expiresAt: new Date(r.expires_at as Date),
+});
+
+function subjectWhere(s: Subject, first: number): { sql: string; params: string[] } {
+  if (s.kind === 'user') return { sql: `subject_kind = 'user' AND user_id = $${first}`, params: [s.userId] };
+  if (s.kind === 'product') return { sql: `subject_kind = 'product' AND product_id = $${first}`, params: [s.productId] };
+  return { sql: `subject_kind = 'customer' AND customer_id = $${first}`, params: [s.customerId] };
+}
+
+function valuesList(rows: number, cols: number): string {
+  const out: string[] = [];
+  for (let r = 0; r < rows; r++) {
+    const cells: string[] = [];
+    for (let c = 1; c <= cols; c++) cells.push(`$${r * cols + c}`);
+    out.push(`(${cells.join(', ')})`);
+  }
+  return out.join(', ');
+}
+
+export function createTokensRepository(db: Db) {
+  interface Pending { access: AccessTokenRecord; refresh?: RefreshTokenRecord | undefined }
+
+  // Token issuance is the hot write path: inserts share a transaction (storage/batcher.ts).
+  const batcher = createBatcher<Pending>(async (items) => {
+    await db.transaction(async (tx) => {
+      const access = items.map((i) => i.access);
+      await tx.query(
+        `INSERT INTO access_tokens (token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, created_at, expires_at)
+         VALUES ${valuesList(access.length, 9)}`,
+        access.flatMap((a) => [a.tokenHash, ...subjectColumns(a.subject), a.clientId, a.scope, a.createdAt, a.expiresAt]),
+      );
+      const refresh = items.flatMap((i) => (i.refresh ? [i.refresh] : []));
+      if (refresh.length > 0) {
+        await tx.query(
+          `INSERT INTO refresh_tokens (token_hash, access_token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, access_expires_in, created_at, expires_at)
+           VALUES ${valuesList(refresh.length, 11)}`,
+          refresh.flatMap((r) => [r.tokenHash, r.accessTokenHash, ...subjectColumns(r.subject), r.clientId, r.scope, r.accessExpiresIn, r.createdAt, r.expiresAt]),
+        );
+      }
+    });
+  });
+
+  return {
+    insert(access: AccessTokenRecord, refresh?: RefreshTokenRecord): Promise<void> {
+      return batcher.add({ access, refresh });
+    },
+    async findAccess(tokenHash: string): Promise<AccessTokenRecord | undefined> {
+      const rows = await db.query<AccessRow>('SELECT * FROM access_tokens WHERE token_hash = $1', [tokenHash]);
+      return rows[0] && toAccess(rows[0]);
+    },
+    async deleteAccess(tokenHash: string, q: Queryable = db): Promise<AccessTokenRecord | undefined> {
+      const rows = await q.query<AccessRow>('DELETE FROM access_tokens WHERE token_hash = $1 RETURNING *', [tokenHash]);
+      await q.query('DELETE FROM refresh_tokens WHERE access_token_hash = $1', [tokenHash]);
+      return rows[0] && toAccess(rows[0]);
+    },
+    /** Deletes every token of a subject but `keepHash`; returns the deleted hashes. */
+    async deleteForSubject(subject: Subject, keepHash: string | null, q: Queryable = db): Promise<string[]> {
+      const w = subjectWhere(subject, 2);
+      const rows = await q.query<{ token_hash: string }>(
+        `DELETE FROM access_tokens WHERE ${w.sql} AND token_hash IS DISTINCT FROM $1 RETURNING token_hash`, [keepHash, ...w.params]);
+      await q.query(`DELETE FROM refresh_tokens WHERE ${w.sql} AND access_token_hash IS DISTINCT FROM $1`, [keepHash, ...w.params]);
+      return rows.map((r) => r.token_hash);
+    },
+    async deleteForClient(clientId: string, q: Queryable = db): Promise<string[]> {
+      const rows = await q.query<{ token_hash: string }>('DELETE FROM access_tokens WHERE client_id = $1 RETURNING token_hash', [clientId]);
+      await q.query('DELETE FROM refresh_tokens WHERE client_id = $1', [clientId]);
+      return rows.map((r) => r.token_hash);
+    },
+    async findRefresh(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
+      const rows = await db.query<RefreshRow>('SELECT * FROM refresh_tokens WHERE token_hash = $1', [tokenHash]);
+      return rows[0] && toRefresh(rows[0]);
+    },
+    /** Takes a refresh token out of the store: of two concurrent uses only one gets it (single use). */
+    async consumeRefresh(tokenHash: string, q: Queryable = db): Promise<RefreshTokenRecord | undefined> {
+      const rows = await q.query<RefreshRow>('DELETE FROM refresh_tokens WHERE token_hash = $1 RETURNING *', [tokenHash]);
+      return rows[0] && toRefresh(rows[0]);
+    },
+    /** Removes expired access and refresh tokens; returns how many. */
+    async purgeExpired(now: Date): Promise<number> {
+      const a = await db.query('DELETE FROM access_tokens WHERE expires_at IS NOT NULL AND expires_at < $1 RETURNING 1', [now]);
+      const r = await db.query('DELETE FROM refresh_tokens WHERE expires_at < $1 RETURNING 1', [now]);
+      return a.length + r.length;
+    },
+  };
+}
+
+export type TokensRepository = ReturnType<typeof createTokensRepository>;

@@ -1,0 +1,48 @@
+import type { AuditEvent, AuditRepository } from '../repositories/audit.repository.js';
+import type { Clock } from '../platform/clock.js';
+import type { Db } from '../storage/db.js';
+import { createBatcher } from '../storage/batcher.js';
+
+/**
+ * The security audit log: sign-ups, logins and failed logins, tokens created and revoked,
+ * clients created and deleted, MFA changes. Each event names the account it concerns, so the
+ * owner can read its own (GET /v1/user/security_events). Secrets never go into `details`.
+ */
+export type AuditType =
+  | 'user.signup' | 'user.login' | 'user.login_failed' | 'user.locked_out' | 'user.password_changed' | 'user.username_changed'
+  | 'user.profile_changed' | 'user.deleted'
+  | 'token.created' | 'token.refreshed' | 'token.revoked' | 'tokens.revoked'
+  | 'client.created' | 'client.updated' | 'client.deleted' | 'client.auth_failed'
+  | 'mfa.enabled' | 'mfa.disabled' | 'mfa.otp_failed' | 'mfa.recovery_code_used';
+
+export interface AuditInput {
+  account: { kind: AuditEvent['accountKind']; id: string };
+  type: AuditType;
+  ip?: string | null | undefined;
+  details?: Record<string, unknown>;
+}
+
+export function createAuditService(deps: { db: Db; repo: AuditRepository; clock: Clock }) {
+  // Events share a transaction under load, like token inserts (storage/batcher.ts).
+  const batcher = createBatcher<Omit<AuditEvent, 'id'>>(async (events) => {
+    await deps.db.transaction(async (tx) => {
+      for (const e of events) await deps.repo.insert(e, tx);
+    });
+  });
+
+  return {
+    record(input: AuditInput): Promise<void> {
+      return batcher.add({
+        accountKind: input.account.kind,
+        accountId: input.account.id,
+        type: input.type,
+        ip: input.ip ?? null,
+        details: input.details ?? {},
+        at: deps.clock.now(),
+      });
+    },
+    list: (kind: AuditEvent['accountKind'], id: string, page: number, perPage: number) => deps.repo.list(kind, id, perPage, (page - 1) * perPage),
+  };
+}
+
+export type AuditService = ReturnType<typeof createAuditService>;

@@ -1,0 +1,173 @@
+import { DomainError } from '../domain/errors.js';
+import { FailureLimiter } from '../domain/failure-limiter.js';
+import { clientIdFor, isWellFormedClientId, validateClientName, validateNewClient, type ClientOwner } from '../domain/oauth-clients.js';
+import { parseClientScope, type Scope } from '../domain/scopes.js';
+import type { Clock } from '../platform/clock.js';
+import type { Secrets } from '../platform/secrets.js';
+import { TtlCache } from '../platform/ttl-cache.js';
+import type { ClientRecord, ClientsRepository } from '../repositories/clients.repository.js';
+import type { AuditService } from './audit.service.js';
+import type { TokenService } from './tokens.service.js';
+
+/**
+ * The public clients that Particle's own tools send for the password grant (reference §1).
+ * Their secrets are published, so they authenticate nothing: they may only log a person in
+ * with a password (and the MFA steps after it), never use client_credentials.
+ */
+export const PUBLIC_CLIENTS: ReadonlyArray<{ id: string; secret: string; tool: string }> = [
+  { id: 'particle-api', secret: 'particle-api', tool: 'particle-api-js' },
+  { id: 'particle-cli', secret: 'particle-cli', tool: 'particle-cli' },
+  { id: 'CLI2', secret: 'client_secret_here', tool: 'particle-cli 3.43 login' },
+  { id: 'user', secret: 'client_secret_here', tool: 'particle-cli 3.43 token create' },
+  { id: 'particle', secret: 'particle', tool: 'Particle documentation examples' },
+  { id: 'skyport-cli', secret: 'skyport-cli', tool: 'skyport CLI' },
+];
+
+/** An authenticated caller of the token endpoint. */
+export type AuthenticatedClient =
+  | { kind: 'public'; id: string }
+  | { kind: 'registered'; id: string; record: ClientRecord };
+
+/** The public shape of a client; the secret only at creation. */
+export interface ClientView {
+  id: string;
+  name: string;
+  type: 'installed' | 'web';
+  scope: string | null;
+  redirect_uri?: string;
+  product_id?: number | string;
+  secret?: string;
+}
+
+export function createClientService(deps: {
+  repo: ClientsRepository;
+  tokens: TokenService;
+  audit: AuditService;
+  secrets: Secrets;
+  clock: Clock;
+  limiter: FailureLimiter;
+}) {
+  const { repo, secrets, clock, limiter, audit } = deps;
+  const publicDigests = new Map(PUBLIC_CLIENTS.map((c) => [c.id, secrets.sha256(c.secret)]));
+  // Client records are read on every token request; a short cache keeps that off storage.
+  const cache = new TtlCache<ClientRecord>(clock, 30_000, 10_000);
+
+  async function find(id: string): Promise<ClientRecord | undefined> {
+    const hit = cache.get(id);
+    if (hit) return hit;
+    const found = await repo.findById(id);
+    if (found) cache.set(id, found);
+    return found;
+  }
+
+  function view(c: ClientRecord, secret?: string): ClientView {
+    const v: ClientView = { id: c.id, name: c.name, type: c.type, scope: c.scope };
+    if (c.redirectUri !== null) v.redirect_uri = c.redirectUri;
+    if (c.owner.kind === 'product') v.product_id = /^\d+$/.test(c.owner.id) ? Number(c.owner.id) : c.owner.id;
+    if (secret !== undefined) v.secret = secret;
+    return v;
+  }
+
+  async function findOwned(owner: ClientOwner, id: string): Promise<ClientRecord> {
+    const c = isWellFormedClientId(id) ? await repo.findById(id) : undefined;
+    if (!c || c.owner.kind !== owner.kind || c.owner.id !== owner.id) throw new DomainError('not_found', 'Client not found');
+    return c;
+  }
+
+  return {
+    /**
+     * Client authentication for the token, introspection and revocation endpoints (RFC 6749
+     * §2.3.1). Failures count towards the client's and the address's lock-out.
+     * `allowMissingSecret` admits a web client by its ID alone (customer creation, SPEC.md §4.2).
+     */
+    async authenticate(id: string | undefined, secret: string | undefined, ip: string, options: { allowMissingSecret?: boolean } = {}): Promise<AuthenticatedClient> {
+      if (id === undefined || id === '') throw new DomainError('invalid_client', 'Invalid or missing client_id parameter');
+      if (!isWellFormedClientId(id)) throw new DomainError('invalid_client', 'Client credentials are invalid');
+      const key = `client:${id}`;
+      limiter.check(key, ip);
+      const publicDigest = publicDigests.get(id);
+      if (publicDigest !== undefined) {
+        if (secret !== undefined && secrets.sameDigest(publicDigest, secrets.sha256(secret))) return { kind: 'public', id };
+        if (secret === undefined) throw new DomainError('invalid_client', 'Missing client_secret parameter');
+        limiter.fail(key, ip);
+        throw new DomainError('invalid_client', 'Client credentials are invalid');
+      }
+      const record = await find(id);
+      if (record && secret === undefined && options.allowMissingSecret && record.type === 'web') {
+        return { kind: 'registered', id, record };
+      }
+      if (secret === undefined) throw new DomainError('invalid_client', 'Missing client_secret parameter');
+      // Hash even for an unknown client, so that timing does not tell which IDs exist.
+      const given = secrets.sha256(secret);
+      if (!record || !secrets.sameDigest(record.secretHash, given)) {
+        limiter.fail(key, ip);
+        if (record) void audit.record({ account: record.owner, type: 'client.auth_failed', ip, details: { client_id: id } });
+        throw new DomainError('invalid_client', 'Client credentials are invalid');
+      }
+      limiter.succeed(key);
+      return { kind: 'registered', id, record };
+    },
+
+    async create(owner: ClientOwner, body: Record<string, unknown>, ip: string): Promise<ClientView> {
+      const input = validateNewClient(body);
+      const secret = secrets.token();
+      const now = clock.now();
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const record: ClientRecord = {
+          id: clientIdFor(input.name, secrets.digits(4 + attempt)),
+          secretHash: secrets.sha256(secret),
+          name: input.name,
+          type: input.type,
+          redirectUri: input.redirectUri,
+          scope: input.scope,
+          owner,
+          createdAt: now,
+          updatedAt: now,
+        };
+        if (await repo.insert(record)) {
+          await audit.record({ account: owner, type: 'client.created', ip, details: { client_id: record.id, type: record.type, scope: record.scope } });
+          return view(record, secret);
+        }
+      }
+      throw new DomainError('conflict', 'Could not find a free client ID; try another name');
+    },
+
+    async list(owner: ClientOwner): Promise<ClientView[]> {
+      return (await repo.listByOwner(owner)).map((c) => view(c));
+    },
+
+    async update(owner: ClientOwner, id: string, body: { name?: unknown; scope?: unknown }, ip: string): Promise<ClientView> {
+      await findOwned(owner, id);
+      const change: { name?: string; scope?: Scope } = {};
+      if (body.name !== undefined) change.name = validateClientName(body.name);
+      if (body.scope !== undefined) {
+        if (body.scope !== null && typeof body.scope !== 'string') throw new DomainError('invalid_request', 'scope must be a string');
+        change.scope = parseClientScope(body.scope as string | null);
+      }
+      const updated = await repo.update(id, change, clock.now());
+      if (!updated) throw new DomainError('not_found', 'Client not found');
+      cache.delete(id);
+      await audit.record({ account: owner, type: 'client.updated', ip, details: { client_id: id, ...change } });
+      return view(updated);
+    },
+
+    /** Deletes a client and revokes every token it made. */
+    async remove(owner: ClientOwner, id: string, ip: string): Promise<void> {
+      await findOwned(owner, id);
+      await repo.delete(id);
+      cache.delete(id);
+      const revoked = await deps.tokens.revokeClient(id);
+      await audit.record({ account: owner, type: 'client.deleted', ip, details: { client_id: id, tokens_revoked: revoked } });
+    },
+
+    /** Removes every client of an owner (account deletion) and their tokens. */
+    async removeAllOf(owner: ClientOwner): Promise<void> {
+      for (const id of await repo.deleteByOwner(owner)) {
+        cache.delete(id);
+        await deps.tokens.revokeClient(id);
+      }
+    },
+  };
+}
+
+export type ClientService = ReturnType<typeof createClientService>;

@@ -1,0 +1,148 @@
+import { DomainError } from '../domain/errors.js';
+import { newTotpSecret, totpUri, verifyTotp } from '../domain/totp.js';
+import type { Clock } from '../platform/clock.js';
+import type { Secrets } from '../platform/secrets.js';
+import type { Db } from '../storage/db.js';
+import type { MfaChallenge, MfaRepository } from '../repositories/mfa.repository.js';
+import type { UserRecord, UsersRepository } from '../repositories/users.repository.js';
+import type { AuditService } from './audit.service.js';
+import type { AccountService } from './accounts.service.js';
+import type { TokenService } from './tokens.service.js';
+
+/** How long an enrolment or a login waits for its code. */
+const ENROLL_SECONDS = 600;
+const LOGIN_SECONDS = 300;
+/** Wrong codes one login challenge takes before it is thrown away. */
+const MAX_ATTEMPTS = 5;
+const RECOVERY_CODES = 10;
+
+/**
+ * Multi-factor authentication with TOTP (SPEC.md §2.2, §5.4): enrol with a secret and a first
+ * code, keep ten single-use recovery codes (shown once), and complete password logins with the
+ * `urn:custom:mfa-otp` or `urn:custom:recovery-code` grant.
+ */
+export function createMfaService(deps: {
+  db: Db;
+  repo: MfaRepository;
+  users: UsersRepository;
+  accounts: AccountService;
+  tokens: TokenService;
+  audit: AuditService;
+  secrets: Secrets;
+  clock: Clock;
+}) {
+  const { repo, users, secrets, clock, audit } = deps;
+
+  const normaliseRecovery = (code: string) => code.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+  async function openChallenge(mfaToken: unknown, purpose: MfaChallenge['purpose']): Promise<MfaChallenge> {
+    if (typeof mfaToken !== 'string' || mfaToken === '' || mfaToken.length > 200) {
+      throw new DomainError('invalid_request', 'You must provide otp and mfa token.');
+    }
+    const challenge = await repo.findChallenge(secrets.sha256(mfaToken), purpose);
+    if (!challenge || challenge.expiresAt.getTime() <= clock.now().getTime()) {
+      throw new DomainError('invalid_grant', 'The mfa_token is invalid or has expired; log in again');
+    }
+    return challenge;
+  }
+
+  async function wrongCode(challenge: MfaChallenge, userId: string, ip: string): Promise<never> {
+    const attempts = await repo.countAttempt(challenge.tokenHash);
+    if (attempts >= MAX_ATTEMPTS) await repo.consumeChallenge(challenge.tokenHash);
+    await audit.record({ account: { kind: 'user', id: userId }, type: 'mfa.otp_failed', ip });
+    throw new DomainError('invalid_grant', attempts >= MAX_ATTEMPTS ? 'Too many wrong codes; log in again' : 'The one-time password is invalid');
+  }
+
+  return {
+    /** GET /v1/user/mfa-enable: a new secret and the mfa_token that confirms it. */
+    async beginEnrollment(userId: string): Promise<{ mfa_token: string; secret: string; otpauth_url: string; qr_url: string }> {
+      const user = await users.findById(userId);
+      if (!user) throw new DomainError('invalid_token', 'The access token provided is invalid.');
+      if (user.mfaSecret !== null) throw new DomainError('conflict', 'Multi-factor authentication is already on; disable it first to enrol again');
+      const secret = newTotpSecret();
+      const token = secrets.token();
+      const now = clock.now();
+      await repo.deleteChallengesOf(userId, 'enroll');
+      await repo.insertChallenge({
+        tokenHash: secrets.sha256(token), purpose: 'enroll', userId, clientId: null, request: {},
+        pendingSecret: secret, attempts: 0, createdAt: now, expiresAt: new Date(now.getTime() + ENROLL_SECONDS * 1000),
+      });
+      const uri = totpUri(secret, user.username);
+      return { mfa_token: token, secret, otpauth_url: uri, qr_url: uri };
+    },
+
+    /** POST /v1/user/mfa-enable: the first code turns MFA on and yields the recovery codes, once. */
+    async confirmEnrollment(userId: string, currentTokenHash: string, body: { mfa_token?: unknown; otp?: unknown; invalidate_tokens?: boolean }, ip: string) {
+      if (typeof body.otp !== 'string' && typeof body.otp !== 'number') throw new DomainError('invalid_request', 'You must provide otp and mfa token.');
+      const challenge = await openChallenge(body.mfa_token, 'enroll');
+      if (challenge.userId !== userId || challenge.pendingSecret === null) throw new DomainError('invalid_grant', 'The mfa_token is invalid or has expired; start again');
+      const step = verifyTotp(challenge.pendingSecret, String(body.otp).trim(), clock.now(), null);
+      if (step === null) return wrongCode(challenge, userId, ip);
+      if (!(await repo.consumeChallenge(challenge.tokenHash))) throw new DomainError('invalid_grant', 'The mfa_token was already used');
+      const codes = Array.from({ length: RECOVERY_CODES }, () => {
+        const raw = secrets.token(5);
+        return `${raw.slice(0, 5)}-${raw.slice(5)}`;
+      });
+      await deps.db.transaction(async (tx) => {
+        await users.setMfa(userId, challenge.pendingSecret, step, clock.now(), tx);
+        await repo.replaceRecoveryCodes(userId, codes.map((c) => secrets.sha256(normaliseRecovery(c))), tx);
+      });
+      await audit.record({ account: { kind: 'user', id: userId }, type: 'mfa.enabled', ip });
+      if (body.invalidate_tokens) await deps.tokens.revokeSubject({ kind: 'user', userId }, currentTokenHash);
+      return { enrolled: true, recovery_codes: codes };
+    },
+
+    /** PUT /v1/user/mfa-disable with the current password. */
+    async disable(userId: string, currentPassword: unknown, ip: string): Promise<void> {
+      const user = await users.findById(userId);
+      if (!user) throw new DomainError('invalid_token', 'The access token provided is invalid.');
+      await deps.accounts.confirmPassword(user, currentPassword, ip);
+      if (user.mfaSecret === null) throw new DomainError('conflict', 'Multi-factor authentication is not on');
+      await deps.db.transaction(async (tx) => {
+        await users.setMfa(userId, null, null, clock.now(), tx);
+        await repo.deleteRecoveryCodes(userId, tx);
+      });
+      await audit.record({ account: { kind: 'user', id: userId }, type: 'mfa.disabled', ip });
+    },
+
+    /** The password was right and MFA is on: remember the request and hand out an mfa_token. */
+    async openLogin(user: UserRecord, clientId: string, request: MfaChallenge['request']): Promise<string> {
+      const token = secrets.token();
+      const now = clock.now();
+      await repo.insertChallenge({
+        tokenHash: secrets.sha256(token), purpose: 'login', userId: user.id, clientId, request,
+        pendingSecret: null, attempts: 0, createdAt: now, expiresAt: new Date(now.getTime() + LOGIN_SECONDS * 1000),
+      });
+      return token;
+    },
+
+    /**
+     * The second step of a login: an OTP or a recovery code against an mfa_token of the same
+     * client. Returns the challenge, whose stored request the caller turns into a token.
+     */
+    async completeLogin(input: { mfaToken: unknown; otp?: unknown; recoveryCode?: unknown; clientId: string; ip: string }): Promise<{ user: UserRecord; challenge: MfaChallenge }> {
+      const usingRecovery = input.recoveryCode !== undefined;
+      const code = usingRecovery ? input.recoveryCode : input.otp;
+      if (typeof code !== 'string' || code === '' || code.length > 64) {
+        throw new DomainError('invalid_request', usingRecovery ? 'You must provide recovery_code and mfa token.' : 'You must provide otp and mfa token.');
+      }
+      const challenge = await openChallenge(input.mfaToken, 'login');
+      if (challenge.clientId !== input.clientId) throw new DomainError('invalid_grant', 'The mfa_token was issued to another client');
+      const user = await users.findById(challenge.userId);
+      if (!user || user.mfaSecret === null) throw new DomainError('invalid_grant', 'The mfa_token is invalid or has expired; log in again');
+      if (usingRecovery) {
+        if (!(await repo.useRecoveryCode(user.id, secrets.sha256(normaliseRecovery(code)), clock.now()))) return wrongCode(challenge, user.id, input.ip);
+        await audit.record({ account: { kind: 'user', id: user.id }, type: 'mfa.recovery_code_used', ip: input.ip });
+      } else {
+        const step = verifyTotp(user.mfaSecret, code.trim(), clock.now(), user.mfaLastStep);
+        if (step === null || !(await users.advanceMfaStep(user.id, step))) return wrongCode(challenge, user.id, input.ip);
+      }
+      if (!(await repo.consumeChallenge(challenge.tokenHash))) throw new DomainError('invalid_grant', 'The mfa_token was already used');
+      return { user, challenge };
+    },
+
+    purgeExpired: () => repo.purgeExpired(clock.now()),
+  };
+}
+
+export type MfaService = ReturnType<typeof createMfaService>;
