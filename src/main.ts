@@ -10,10 +10,13 @@ import { createClientsRepository } from './repositories/clients.repository.js';
 import { createMfaRepository } from './repositories/mfa.repository.js';
 import { createTokensRepository } from './repositories/tokens.repository.js';
 import { createUsersRepository } from './repositories/users.repository.js';
+import { createProductsRepository } from './repositories/products.repository.js';
+import { createCustomersRepository } from './repositories/customers.repository.js';
+import { createProductService } from './services/products.service.js';
+import { createCustomerService } from './services/customers.service.js';
 import { createAccountService } from './services/accounts.service.js';
 import { createAuditService } from './services/audit.service.js';
 import { createClientService } from './services/clients.service.js';
-import { noCustomers } from './services/customer-directory.js';
 import { createMfaService } from './services/mfa.service.js';
 import { createOAuthService } from './services/oauth.service.js';
 import { createTokenService } from './services/tokens.service.js';
@@ -63,11 +66,14 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
   const audit = createAuditService({ db, repo: createAuditRepository(db), clock });
   const tokens = createTokenService({ repo: createTokensRepository(db), secrets, clock, settings });
   const clients = createClientService({ repo: createClientsRepository(db), tokens, audit, secrets, clock, limiter });
-  const accounts = createAccountService({ users, tokens, clients, audit, secrets, clock, limiter, signupOpen: settings.signup });
+  const productsRepo = createProductsRepository(db);
+  const customersRepo = createCustomersRepository(db);
+  const accounts = createAccountService({ users, tokens, clients, audit, secrets, clock, limiter, signupOpen: settings.signup, soleMemberOf: (id) => productsRepo.soleMemberOf(id) });
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
-  // Product customers plug in here once products exist (customers service).
-  const oauth = createOAuthService({ tokens, accounts, mfa, customers: noCustomers, audit, clock, settings });
-  return { limiter, audit, tokens, clients, accounts, mfa, oauth };
+  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, users, audit, secrets, clock });
+  const customers = createCustomerService({ repo: customersRepo, tokens, audit, secrets, clock, limiter, settings });
+  const oauth = createOAuthService({ tokens, accounts, mfa, customers: customers.directory, audit, clock, settings });
+  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers };
 }
 
 /**

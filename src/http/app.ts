@@ -11,6 +11,8 @@ import type { ClientService } from '../services/clients.service.js';
 import type { MfaService } from '../services/mfa.service.js';
 import type { OAuthService } from '../services/oauth.service.js';
 import type { TokenService } from '../services/tokens.service.js';
+import type { ProductService } from '../services/products.service.js';
+import type { CustomerService } from '../services/customers.service.js';
 import { createGuard } from './auth.js';
 import { installErrorHandling } from './error-handler.js';
 import { loggerOptions } from './logging.js';
@@ -20,6 +22,8 @@ import { clientRoutes } from './routes/clients.routes.js';
 import { healthRoutes } from './routes/health.routes.js';
 import { oauthRoutes } from './routes/oauth.routes.js';
 import { userRoutes } from './routes/users.routes.js';
+import { productRoutes } from './routes/products.routes.js';
+import { customerRoutes } from './routes/customers.routes.js';
 
 export interface HttpDeps {
   settings: Settings;
@@ -29,6 +33,8 @@ export interface HttpDeps {
   mfa: MfaService;
   oauth: OAuthService;
   tokens: TokenService;
+  products: ProductService;
+  customers: CustomerService;
   health(): Promise<string>;
   /** A pino logger options object, or false (tests). */
   logger?: FastifyServerOptions['logger'];
@@ -89,7 +95,9 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   oauthRoutes(app, { oauth: deps.oauth, clients: deps.clients });
   accessTokenRoutes(app, { tokens: deps.tokens, audit: deps.audit, guard });
   userRoutes(app, { accounts: deps.accounts, mfa: deps.mfa, audit: deps.audit, guard });
-  clientRoutes(app, { clients: deps.clients, guard });
+  clientRoutes(app, { clients: deps.clients, products: deps.products, guard });
+  productRoutes(app, { products: deps.products, clients: deps.clients, tokens: deps.tokens, guard });
+  customerRoutes(app, { customers: deps.customers, clients: deps.clients, products: deps.products, guard });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

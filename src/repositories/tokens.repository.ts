@@ -123,6 +123,12 @@ export function createTokensRepository(db: Db) {
       await q.query(`DELETE FROM refresh_tokens WHERE ${w.sql} AND access_token_hash IS DISTINCT FROM $1`, [keepHash, ...w.params]);
       return rows.map((r) => r.token_hash);
     },
+    /** Deletes the tokens of a product and of all its customers; returns the deleted hashes. */
+    async deleteForProduct(productId: string, q: Queryable = db): Promise<string[]> {
+      const rows = await q.query<{ token_hash: string }>('DELETE FROM access_tokens WHERE product_id = $1 RETURNING token_hash', [productId]);
+      await q.query('DELETE FROM refresh_tokens WHERE product_id = $1', [productId]);
+      return rows.map((r) => r.token_hash);
+    },
     async deleteForClient(clientId: string, q: Queryable = db): Promise<string[]> {
       const rows = await q.query<{ token_hash: string }>('DELETE FROM access_tokens WHERE client_id = $1 RETURNING token_hash', [clientId]);
       await q.query('DELETE FROM refresh_tokens WHERE client_id = $1', [clientId]);

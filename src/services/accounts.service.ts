@@ -41,6 +41,8 @@ export function createAccountService(deps: {
   clock: Clock;
   limiter: FailureLimiter;
   signupOpen: boolean;
+  /** Products whose team has this user alone; deleting the account would orphan them. */
+  soleMemberOf(userId: string): Promise<number[]>;
 }) {
   const { users, secrets, clock, limiter, audit } = deps;
   let dummyHash: Promise<string> | undefined;
@@ -174,6 +176,10 @@ export function createAccountService(deps: {
     async remove(userId: string, password: unknown, ip: string): Promise<void> {
       const user = await mustGet(userId);
       await confirmPassword(user, password, ip, 'password');
+      const orphans = await deps.soleMemberOf(userId);
+      if (orphans.length > 0) {
+        throw new DomainError('conflict', `The account is the only team member of product(s) ${orphans.join(', ')}; delete them or add another member first`);
+      }
       await deps.clients.removeAllOf({ kind: 'user', id: userId });
       await deps.tokens.revokeSubject({ kind: 'user', userId }, null);
       await users.delete(userId);

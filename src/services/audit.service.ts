@@ -13,7 +13,9 @@ export type AuditType =
   | 'user.profile_changed' | 'user.deleted'
   | 'token.created' | 'token.refreshed' | 'token.revoked' | 'tokens.revoked'
   | 'client.created' | 'client.updated' | 'client.deleted' | 'client.auth_failed'
-  | 'mfa.enabled' | 'mfa.disabled' | 'mfa.otp_failed' | 'mfa.recovery_code_used';
+  | 'mfa.enabled' | 'mfa.disabled' | 'mfa.otp_failed' | 'mfa.recovery_code_used'
+  | 'product.created' | 'product.deleted' | 'team.member_added' | 'team.member_removed'
+  | 'customer.created' | 'customer.login_failed' | 'customer.password_changed' | 'customer.deleted';
 
 export interface AuditInput {
   account: { kind: AuditEvent['accountKind']; id: string };

@@ -105,6 +105,11 @@ export function createTokenService(deps: { repo: TokensRepository; secrets: Secr
       forget(gone);
       return gone.length;
     },
+    async revokeProduct(productId: string): Promise<number> {
+      const gone = await repo.deleteForProduct(productId);
+      forget(gone);
+      return gone.length;
+    },
     async revokeClient(clientId: string): Promise<number> {
       const gone = await repo.deleteForClient(clientId);
       forget(gone);

@@ -1,7 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
+import type { ClientOwner } from '../../domain/oauth-clients.js';
 import type { ClientService } from '../../services/clients.service.js';
-import { userIdOf, type Guard } from '../auth.js';
+import type { ProductService } from '../../services/products.service.js';
+import { authOf, userIdOf, type Guard } from '../auth.js';
 import { Str, errorResponses } from '../schemas.js';
 
 export const ClientView = Type.Object({
@@ -14,7 +16,7 @@ export const ClientView = Type.Object({
   secret: Type.Optional(Type.String({ description: 'only in the answer to create; store it, it is never shown again' })),
 });
 
-export const NewClient = Type.Object({
+const NewClient = Type.Object({
   name: Str(100),
   type: Type.Optional(Type.Union([Type.Literal('installed'), Type.Literal('web')])),
   redirect_uri: Type.Optional(Type.Union([Str(2000), Type.Null()])),
@@ -22,54 +24,76 @@ export const NewClient = Type.Object({
   access_token: Type.Optional(Str(200)),
 });
 
-export const ClientChange = Type.Object({
+const ClientChange = Type.Object({
   name: Type.Optional(Str(100)),
   scope: Type.Optional(Type.Union([Str(100), Type.Null()])),
   access_token: Type.Optional(Str(200)),
 });
 
-export const ClientIdParam = Type.Object({ clientId: Type.String({ maxLength: 40 }) });
-
 /**
- * OAuth clients of a user account (/v1/clients). The product form
- * (/v1/products/:productIdOrSlug/clients) uses the same service with a product owner.
+ * OAuth clients, in two places with one set of handlers: `/v1/clients` (owner: the user of the
+ * token) and `/v1/products/:productIdOrSlug/clients` (owner: the product; team members and the
+ * product's own tokens manage them).
  */
-export function clientRoutes(app: FastifyInstance, deps: { clients: ClientService; guard: Guard }): void {
+export function clientRoutes(app: FastifyInstance, deps: { clients: ClientService; products: ProductService; guard: Guard }): void {
   const { clients, guard } = deps;
-  const userOnly = guard({ subjects: ['user'] });
-  const owner = (userId: string) => ({ kind: 'user' as const, id: userId });
 
-  app.get('/v1/clients', {
-    preHandler: userOnly,
-    schema: { tags: ['clients'], summary: 'List the OAuth clients of the account', response: { 200: Type.Object({ ok: Type.Literal(true), clients: Type.Array(ClientView) }), ...errorResponses(400, 401, 403) } },
-  }, async (req) => ({ ok: true as const, clients: await clients.list(owner(userIdOf(req))) }));
-
-  app.post<{ Body: Record<string, unknown> }>('/v1/clients', {
-    preHandler: userOnly,
-    schema: {
-      tags: ['clients'],
-      summary: 'Create an OAuth client; the secret is shown once',
-      body: NewClient,
-      response: { 201: Type.Object({ ok: Type.Literal(true), client: ClientView }), ...errorResponses(400, 401, 403) },
+  const places: Array<{ prefix: string; tag: string; params: ReturnType<typeof Type.Object>; guard: ReturnType<Guard>; owner(req: FastifyRequest): Promise<ClientOwner> }> = [
+    {
+      prefix: '/v1/clients',
+      tag: 'user',
+      params: Type.Object({}),
+      guard: guard({ subjects: ['user'] }),
+      owner: async (req) => ({ kind: 'user', id: userIdOf(req) }),
     },
-  }, async (req, reply) => reply.code(201).send({ ok: true, client: await clients.create(owner(userIdOf(req)), req.body, req.ip) }));
-
-  app.put<{ Params: { clientId: string }; Body: { name?: string; scope?: string | null } }>('/v1/clients/:clientId', {
-    preHandler: userOnly,
-    schema: {
-      tags: ['clients'],
-      summary: 'Rename a client or change its scope',
-      params: ClientIdParam,
-      body: ClientChange,
-      response: { 200: Type.Object({ ok: Type.Literal(true), client: ClientView }), ...errorResponses(400, 401, 403, 404) },
+    {
+      prefix: '/v1/products/:productIdOrSlug/clients',
+      tag: 'product',
+      params: Type.Object({ productIdOrSlug: Str(100) }),
+      guard: guard({ subjects: ['user', 'product'] }),
+      owner: async (req) => {
+        const p = await deps.products.access(authOf(req), (req.params as { productIdOrSlug: string }).productIdOrSlug);
+        return { kind: 'product', id: String(p.id) };
+      },
     },
-  }, async (req) => ({ ok: true as const, client: await clients.update(owner(userIdOf(req)), req.params.clientId, req.body, req.ip) }));
+  ];
 
-  app.delete<{ Params: { clientId: string } }>('/v1/clients/:clientId', {
-    preHandler: userOnly,
-    schema: { tags: ['clients'], summary: 'Delete a client and revoke the tokens it made', params: ClientIdParam, response: { ...errorResponses(400, 401, 403, 404) } },
-  }, async (req, reply) => {
-    await clients.remove(owner(userIdOf(req)), req.params.clientId, req.ip);
-    return reply.code(204).send();
-  });
+  for (const place of places) {
+    const withId = Type.Object({ ...place.params.properties, clientId: Type.String({ maxLength: 40 }) });
+
+    app.get(place.prefix, {
+      preHandler: place.guard,
+      schema: { tags: ['clients'], summary: `List the ${place.tag}'s OAuth clients`, params: place.params, response: { 200: Type.Object({ ok: Type.Literal(true), clients: Type.Array(ClientView) }), ...errorResponses(400, 401, 403) } },
+    }, async (req) => ({ ok: true as const, clients: await clients.list(await place.owner(req)) }));
+
+    app.post<{ Body: Record<string, unknown> }>(place.prefix, {
+      preHandler: place.guard,
+      schema: {
+        tags: ['clients'],
+        summary: `Create an OAuth client of the ${place.tag}; the secret is shown once`,
+        params: place.params,
+        body: NewClient,
+        response: { 201: Type.Object({ ok: Type.Literal(true), client: ClientView }), ...errorResponses(400, 401, 403) },
+      },
+    }, async (req, reply) => reply.code(201).send({ ok: true, client: await clients.create(await place.owner(req), req.body, req.ip) }));
+
+    app.put<{ Params: { clientId: string }; Body: { name?: string; scope?: string | null } }>(`${place.prefix}/:clientId`, {
+      preHandler: place.guard,
+      schema: {
+        tags: ['clients'],
+        summary: 'Rename a client or change its scope',
+        params: withId,
+        body: ClientChange,
+        response: { 200: Type.Object({ ok: Type.Literal(true), client: ClientView }), ...errorResponses(400, 401, 403, 404) },
+      },
+    }, async (req) => ({ ok: true as const, client: await clients.update(await place.owner(req), req.params.clientId, req.body, req.ip) }));
+
+    app.delete<{ Params: { clientId: string } }>(`${place.prefix}/:clientId`, {
+      preHandler: place.guard,
+      schema: { tags: ['clients'], summary: 'Delete a client and revoke the tokens it made', params: withId, response: { ...errorResponses(400, 401, 403, 404) } },
+    }, async (req, reply) => {
+      await clients.remove(await place.owner(req), req.params.clientId, req.ip);
+      return reply.code(204).send();
+    });
+  }
 }

@@ -1,0 +1,51 @@
+import type { Queryable } from '../storage/db.js';
+
+export interface CustomerRecord {
+  id: string;
+  productId: number;
+  email: string;
+  passwordHash: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface Row { id: string; product_id: number | string; email: string; password_hash: string | null; created_at: Date; updated_at: Date }
+
+const toCustomer = (r: Row): CustomerRecord => ({
+  id: r.id, productId: Number(r.product_id), email: r.email, passwordHash: r.password_hash,
+  createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at),
+});
+
+export function createCustomersRepository(db: Queryable) {
+  return {
+    /** Returns false when the e-mail is taken in this product (in any letter case). */
+    async insert(c: CustomerRecord): Promise<boolean> {
+      const rows = await db.query(
+        `INSERT INTO customers (id, product_id, email, password_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
+         ON CONFLICT (product_id, lower(email)) DO NOTHING RETURNING id`,
+        [c.id, c.productId, c.email, c.passwordHash, c.createdAt]);
+      return rows.length === 1;
+    },
+    async findByEmail(productId: number, email: string): Promise<CustomerRecord | undefined> {
+      const rows = await db.query<Row>('SELECT * FROM customers WHERE product_id = $1 AND lower(email) = lower($2)', [productId, email]);
+      return rows[0] && toCustomer(rows[0]);
+    },
+    async list(productId: number, limit: number, offset: number): Promise<{ customers: CustomerRecord[]; total: number }> {
+      const rows = await db.query<Row>('SELECT * FROM customers WHERE product_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3', [productId, limit, offset]);
+      const count = await db.query<{ n: number | string }>('SELECT count(*) AS n FROM customers WHERE product_id = $1', [productId]);
+      return { customers: rows.map(toCustomer), total: Number(count[0]?.n ?? 0) };
+    },
+    async count(productId: number): Promise<number> {
+      const rows = await db.query<{ n: number | string }>('SELECT count(*) AS n FROM customers WHERE product_id = $1', [productId]);
+      return Number(rows[0]?.n ?? 0);
+    },
+    async setPassword(id: string, hash: string, at: Date): Promise<void> {
+      await db.query('UPDATE customers SET password_hash = $2, updated_at = $3 WHERE id = $1', [id, hash, at]);
+    },
+    async delete(id: string): Promise<void> {
+      await db.query('DELETE FROM customers WHERE id = $1', [id]);
+    },
+  };
+}
+
+export type CustomersRepository = ReturnType<typeof createCustomersRepository>;

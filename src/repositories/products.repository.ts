@@ -1,0 +1,84 @@
+import type { Queryable } from '../storage/db.js';
+
+export interface ProductRecord {
+  id: number;
+  slug: string;
+  name: string;
+  description: string;
+  platformId: number;
+  createdBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface MemberRecord {
+  userId: string;
+  username: string;
+  role: string;
+  mfaEnabled: boolean;
+  addedAt: Date;
+}
+
+interface Row { id: number | string; slug: string; name: string; description: string; platform_id: number; created_by: string; created_at: Date; updated_at: Date }
+
+const toProduct = (r: Row): ProductRecord => ({
+  id: Number(r.id), slug: r.slug, name: r.name, description: r.description, platformId: Number(r.platform_id),
+  createdBy: r.created_by, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at),
+});
+
+export function createProductsRepository(db: Queryable) {
+  return {
+    /** Inserts a product and its first member; undefined when the slug is taken. */
+    async insert(p: Omit<ProductRecord, 'id'>, q: Queryable = db): Promise<ProductRecord | undefined> {
+      const rows = await q.query<Row>(
+        `INSERT INTO products (slug, name, description, platform_id, created_by, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (slug) DO NOTHING RETURNING *`,
+        [p.slug, p.name, p.description, p.platformId, p.createdBy, p.createdAt],
+      );
+      return rows[0] && toProduct(rows[0]);
+    },
+    async find(idOrSlug: { id?: number; slug?: string }, q: Queryable = db): Promise<ProductRecord | undefined> {
+      const rows = idOrSlug.id !== undefined
+        ? await q.query<Row>('SELECT * FROM products WHERE id = $1', [idOrSlug.id])
+        : await q.query<Row>('SELECT * FROM products WHERE slug = $1', [idOrSlug.slug]);
+      return rows[0] && toProduct(rows[0]);
+    },
+    async listForUser(userId: string): Promise<ProductRecord[]> {
+      const rows = await db.query<Row>('SELECT p.* FROM products p JOIN product_members m ON m.product_id = p.id WHERE m.user_id = $1 ORDER BY p.id', [userId]);
+      return rows.map(toProduct);
+    },
+    async update(id: number, change: { name?: string; description?: string }, at: Date): Promise<ProductRecord | undefined> {
+      const rows = await db.query<Row>('UPDATE products SET name = COALESCE($2, name), description = COALESCE($3, description), updated_at = $4 WHERE id = $1 RETURNING *',
+        [id, change.name ?? null, change.description ?? null, at]);
+      return rows[0] && toProduct(rows[0]);
+    },
+    async delete(id: number, q: Queryable = db): Promise<void> {
+      await q.query('DELETE FROM products WHERE id = $1', [id]);
+    },
+    async isMember(productId: number, userId: string): Promise<boolean> {
+      return (await db.query('SELECT 1 FROM product_members WHERE product_id = $1 AND user_id = $2', [productId, userId])).length === 1;
+    },
+    async addMember(productId: number, userId: string, role: string, at: Date, q: Queryable = db): Promise<boolean> {
+      const rows = await q.query('INSERT INTO product_members (product_id, user_id, role, added_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1', [productId, userId, role, at]);
+      return rows.length === 1;
+    },
+    async removeMember(productId: number, userId: string): Promise<boolean> {
+      return (await db.query('DELETE FROM product_members WHERE product_id = $1 AND user_id = $2 RETURNING 1', [productId, userId])).length === 1;
+    },
+    async members(productId: number): Promise<MemberRecord[]> {
+      const rows = await db.query<{ user_id: string; username: string; role: string; mfa_secret: string | null; added_at: Date }>(
+        'SELECT m.user_id, u.username, m.role, u.mfa_secret, m.added_at FROM product_members m JOIN users u ON u.id = m.user_id WHERE m.product_id = $1 ORDER BY m.added_at, u.username',
+        [productId]);
+      return rows.map((r) => ({ userId: r.user_id, username: r.username, role: r.role, mfaEnabled: r.mfa_secret !== null, addedAt: new Date(r.added_at) }));
+    },
+    /** Products whose only member is this user (they would be orphaned by the user's deletion). */
+    async soleMemberOf(userId: string): Promise<number[]> {
+      const rows = await db.query<{ product_id: number | string }>(
+        `SELECT product_id FROM product_members WHERE product_id IN (SELECT product_id FROM product_members WHERE user_id = $1)
+         GROUP BY product_id HAVING count(*) = 1`, [userId]);
+      return rows.map((r) => Number(r.product_id));
+    },
+  };
+}
+
+export type ProductsRepository = ReturnType<typeof createProductsRepository>;

@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import { DomainError } from '../domain/errors.js';
+import { validateEmail, validateNewPassword } from '../domain/accounts.js';
+import type { FailureLimiter } from '../domain/failure-limiter.js';
+import { resolveLifetime } from '../domain/token-lifetime.js';
+import type { Clock } from '../platform/clock.js';
+import type { Secrets } from '../platform/secrets.js';
+import type { Settings } from '../config/settings.js';
+import type { CustomerRecord, CustomersRepository } from '../repositories/customers.repository.js';
+import type { ProductRecord } from '../repositories/products.repository.js';
+import type { AuditService } from './audit.service.js';
+import type { AuthenticatedClient } from './clients.service.js';
+import type { CustomerDirectory } from './customer-directory.js';
+import type { TokenResponse, TokenService } from './tokens.service.js';
+
+export interface NewCustomerBody {
+  email?: unknown;
+  password?: unknown;
+  no_password?: unknown;
+}
+
+/**
+ * Product customers (SPEC.md §2.3, §4.2, §5.5): created by the product's client with client
+ * credentials only; a password for simple authentication, or `no_password=true` for a shadow
+ * customer of the two-legged design. Also the token endpoint's CustomerDirectory.
+ */
+export function createCustomerService(deps: {
+  repo: CustomersRepository;
+  tokens: TokenService;
+  audit: AuditService;
+  secrets: Secrets;
+  clock: Clock;
+  limiter: FailureLimiter;
+  settings: Settings;
+}) {
+  const { repo, tokens, audit, secrets, clock, limiter } = deps;
+  let dummyHash: Promise<string> | undefined;
+
+  const subjectOf = (c: CustomerRecord) => ({ kind: 'customer' as const, customerId: c.id, productId: String(c.productId) });
+
+  async function mustFind(product: ProductRecord, email: string): Promise<CustomerRecord> {
+    const c = email.length <= 254 ? await repo.findByEmail(product.id, email) : undefined;
+    if (!c) throw new DomainError('not_found', `No customer ${email.slice(0, 254)} in this product`);
+    return c;
+  }
+
+  const directory: CustomerDirectory = {
+    async findByEmail(productId, email) {
+      if (!/^\d+$/.test(productId) || email.length > 254) return undefined;
+      const c = await repo.findByEmail(Number(productId), email);
+      return c && { id: c.id, email: c.email };
+    },
+    async verifyPassword(productId, email, password, ip) {
+      const key = `customer:${productId}:${email.toLowerCase()}`;
+      limiter.check(key, ip);
+      const c = /^\d+$/.test(productId) && email.length <= 254 ? await repo.findByEmail(Number(productId), email) : undefined;
+      // Shadow customers have no password and can never log in with one.
+      const ok = c && c.passwordHash !== null
+        ? await secrets.verifyPassword(c.passwordHash, password)
+        : await secrets.verifyPassword(await (dummyHash ??= secrets.hashPassword(secrets.token())), password).then(() => false);
+      if (!c || !ok) {
+        limiter.fail(key, ip);
+        if (c) await audit.record({ account: { kind: 'customer', id: c.id }, type: 'customer.login_failed', ip });
+        return undefined;
+      }
+      limiter.succeed(key);
+      return { id: c.id, email: c.email };
+    },
+  };
+
+  return {
+    directory,
+
+    /**
+     * POST /v1/products/:p/customers. The client must belong to the product and may create
+     * customers (customers:create or full scope). Answers the new customer's first token.
+     */
+    async create(product: ProductRecord, client: AuthenticatedClient, body: NewCustomerBody, ip: string): Promise<TokenResponse> {
+      if (client.kind !== 'registered' || client.record.owner.kind !== 'product' || client.record.owner.id !== String(product.id)) {
+        throw new DomainError('invalid_client', 'The client must belong to this product');
+      }
+      const email = validateEmail(body.email, 'email');
+      const noPassword = body.no_password === true || body.no_password === 'true';
+      const hasPassword = body.password !== undefined && body.password !== '';
+      if (hasPassword === noPassword) throw new DomainError('invalid_request', 'Send either password (simple authentication) or no_password=true (a shadow customer), not both and not neither');
+      const passwordHash = hasPassword ? await secrets.hashPassword(validateNewPassword(body.password)) : null;
+      const now = clock.now();
+      const customer: CustomerRecord = { id: randomUUID(), productId: product.id, email, passwordHash, createdAt: now, updatedAt: now };
+      if (!(await repo.insert(customer))) {
+        throw new DomainError('conflict', `A customer with the e-mail ${email} already exists in this product`, { details: { errors: ['email already taken'] } });
+      }
+      await audit.record({ account: { kind: 'customer', id: customer.id }, type: 'customer.created', ip, details: { product_id: product.id, client_id: client.id, shadow: noPassword } });
+      return tokens.issue({
+        subject: subjectOf(customer),
+        clientId: client.id,
+        scope: null,
+        lifetime: resolveLifetime({}, now, deps.settings.tokenLifetimeSeconds),
+        withRefreshToken: true,
+      });
+    },
+
+    async list(product: ProductRecord, page: number, perPage: number) {
+      const { customers, total } = await repo.list(product.id, perPage, (page - 1) * perPage);
+      return {
+        customers: customers.map((c) => ({ id: c.id, username: c.email, shadow: c.passwordHash === null, created_at: c.createdAt.toISOString(), devices: [] as string[] })),
+        meta: { page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) },
+      };
+    },
+
+    /** A new password for a customer; its tokens are revoked so that it logs in again. */
+    async setPassword(product: ProductRecord, email: string, password: unknown, ip: string): Promise<void> {
+      const c = await mustFind(product, email);
+      await repo.setPassword(c.id, await secrets.hashPassword(validateNewPassword(password)), clock.now());
+      await tokens.revokeSubject(subjectOf(c), null);
+      await audit.record({ account: { kind: 'customer', id: c.id }, type: 'customer.password_changed', ip });
+    },
+
+    /** Deletes a customer and revokes its tokens. */
+    async remove(product: ProductRecord, email: string, ip: string): Promise<void> {
+      const c = await mustFind(product, email);
+      await tokens.revokeSubject(subjectOf(c), null);
+      await repo.delete(c.id);
+      await audit.record({ account: { kind: 'customer', id: c.id }, type: 'customer.deleted', ip, details: { product_id: product.id, email: c.email } });
+    },
+  };
+}
+
+export type CustomerService = ReturnType<typeof createCustomerService>;
