@@ -120,7 +120,8 @@ test('customers: simple auth (mobile client), shadow customers (two-legged), and
   assert.equal(byToken.status, 400);
   assert.equal(byToken.json.error, 'invalid_client');
   // Both or neither of password and no_password: 400.
-  for (const form of [{ email: email(), password: 'long enough', no_password: 'true' }, { email: email() }]) {
+  const forms: Array<Record<string, string>> = [{ email: email(), password: 'long enough', no_password: 'true' }, { email: email() }];
+  for (const form of forms) {
     const r = await raw(`${server.url}/v1/products/${product.id}/customers`, { method: 'POST', headers: { authorization: basic(mobile.id, mobile.secret) }, form });
     assert.equal(r.status, 400, JSON.stringify(form));
   }
