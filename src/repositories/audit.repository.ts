@@ -14,9 +14,12 @@ interface Row { id: number | string; account_kind: AuditEvent['accountKind']; ac
 
 export function createAuditRepository(db: Queryable) {
   return {
-    async insert(e: Omit<AuditEvent, 'id'>, q: Queryable = db): Promise<void> {
-      await q.query('INSERT INTO audit_events (account_kind, account_id, type, ip, details, at) VALUES ($1, $2, $3, $4, $5, $6)',
-        [e.accountKind, e.accountId, e.type, e.ip, JSON.stringify(e.details), e.at]);
+    /** Inserts events in one statement (the audit service batches them). */
+    async insertMany(events: Array<Omit<AuditEvent, 'id'>>, q: Queryable = db): Promise<void> {
+      if (events.length === 0) return;
+      const values = events.map((_, i) => `($${i * 6 + 1}, $${i * 6 + 2}, $${i * 6 + 3}, $${i * 6 + 4}, $${i * 6 + 5}, $${i * 6 + 6})`).join(', ');
+      await q.query(`INSERT INTO audit_events (account_kind, account_id, type, ip, details, at) VALUES ${values}`,
+        events.flatMap((e) => [e.accountKind, e.accountId, e.type, e.ip, JSON.stringify(e.details), e.at]));
     },
     /** Newest first. */
     async list(accountKind: AuditEvent['accountKind'], accountId: string, limit: number, offset: number): Promise<{ events: AuditEvent[]; total: number }> {

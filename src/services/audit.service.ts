@@ -26,11 +26,7 @@ export interface AuditInput {
 
 export function createAuditService(deps: { db: Db; repo: AuditRepository; clock: Clock }) {
   // Events share a transaction under load, like token inserts (storage/batcher.ts).
-  const batcher = createBatcher<Omit<AuditEvent, 'id'>>(async (events) => {
-    await deps.db.transaction(async (tx) => {
-      for (const e of events) await deps.repo.insert(e, tx);
-    });
-  });
+  const batcher = createBatcher<Omit<AuditEvent, 'id'>>((events) => deps.repo.insertMany(events));
 
   return {
     record(input: AuditInput): Promise<void> {
