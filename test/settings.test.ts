@@ -1,36 +1,111 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadSettings, SettingsError } from '../src/config/settings.js';
+import { loadSettings, SETTINGS, SettingsError } from '../src/config/settings.js';
 
 test('defaults', () => {
   const s = loadSettings({});
+  assert.equal(s.host, '0.0.0.0');
   assert.equal(s.port, 8080);
   assert.equal(s.mqttPort, 1883);
   assert.equal(s.dataDir, './data');
   assert.equal(s.databaseUrl, undefined);
   assert.equal(s.signup, true);
+  assert.equal(s.logLevel, 'info');
+  assert.equal(s.trustProxy, false);
   assert.equal(s.tokenLifetimeSeconds, 7776000);
+  assert.equal(s.refreshTokenLifetimeSeconds, 1209600);
+  assert.equal(s.loginMaxFailures, 10);
+  assert.equal(s.loginLockoutSeconds, 1800);
+  assert.equal(s.ipMaxFailures, 100);
+  assert.equal(s.ipFailureWindowSeconds, 300);
+  assert.equal(s.bodyLimitBytes, 1048576);
+  assert.equal(s.shutdownGraceSeconds, 10);
+  assert.equal(s.tokenCacheSeconds, 30);
+  assert.ok(Object.isFrozen(s), 'settings are frozen');
+  for (const spec of SETTINGS) assert.ok(spec.key in s, `${spec.env} has a value (or undefined) in the settings`);
 });
 
-test('environment, and flags over the environment in both forms', () => {
-  assert.equal(loadSettings({ PORT: '9000' }).port, 9000);
+test('values from the environment', () => {
+  const s = loadSettings({
+    HOST: '127.0.0.1', PORT: '9000', MQTT_PORT: '0', DATA_DIR: '/var/lib/skyport', DATABASE_URL: 'postgres://u@h/db',
+    SIGNUP: 'off', LOG_LEVEL: 'WARN', TRUST_PROXY: 'yes', TOKEN_LIFETIME_SECONDS: '3600', LOGIN_MAX_FAILURES: '3',
+    LOGIN_LOCKOUT_SECONDS: '60', IP_MAX_FAILURES: '5', BODY_LIMIT_BYTES: '2048', TOKEN_CACHE_SECONDS: '0',
+  });
+  assert.equal(s.host, '127.0.0.1');
+  assert.equal(s.port, 9000);
+  assert.equal(s.mqttPort, 0);
+  assert.equal(s.dataDir, '/var/lib/skyport');
+  assert.equal(s.databaseUrl, 'postgres://u@h/db');
+  assert.equal(s.signup, false);
+  assert.equal(s.logLevel, 'warn');
+  assert.equal(s.trustProxy, true);
+  assert.equal(s.tokenLifetimeSeconds, 3600);
+  assert.equal(s.loginMaxFailures, 3);
+  assert.equal(s.loginLockoutSeconds, 60);
+  assert.equal(s.ipMaxFailures, 5);
+  assert.equal(s.bodyLimitBytes, 2048);
+  assert.equal(s.tokenCacheSeconds, 0);
+  assert.equal(loadSettings({ DATABASE_URL: 'postgresql://u:p@h:5433/db' }).databaseUrl, 'postgresql://u:p@h:5433/db');
+  assert.equal(loadSettings({ PORT: '' }).port, 8080, 'an empty variable means the default');
+  for (const on of ['on', 'true', '1', 'yes', 'ON']) assert.equal(loadSettings({ SIGNUP: on }).signup, true, on);
+  for (const off of ['off', 'false', '0', 'no']) assert.equal(loadSettings({ SIGNUP: off }).signup, false, off);
+});
+
+test('flags, in both forms, win over the environment', () => {
   assert.equal(loadSettings({ PORT: '9000' }, ['--port', '9100']).port, 9100);
-  assert.equal(loadSettings({}, ['--port=9200', '--signup', 'off']).signup, false);
-  assert.equal(loadSettings({ DATABASE_URL: 'postgres://u@h/db' }).databaseUrl, 'postgres://u@h/db');
+  assert.equal(loadSettings({ PORT: '9000' }, ['--port=9000']).port, 9000);
+  assert.equal(loadSettings({}, ['--port=9200']).port, 9200);
+  const s = loadSettings({ SIGNUP: 'on', LOG_LEVEL: 'debug' }, ['--signup', 'off', '--log-level=error', '--database-url', 'postgres://a@b/c']);
+  assert.equal(s.signup, false);
+  assert.equal(s.logLevel, 'error');
+  assert.equal(s.databaseUrl, 'postgres://a@b/c');
+  assert.equal(loadSettings({}, ['--data-dir=/tmp/a=b']).dataDir, '/tmp/a=b', 'only the first = splits');
+  for (const spec of SETTINGS) {
+    if (spec.default === undefined) continue;
+    assert.doesNotThrow(() => loadSettings({}, [spec.flag, spec.default as string]), `${spec.flag} takes its default value`);
+  }
 });
 
-test('bad values stop with a message naming the setting', () => {
+test('bad values stop with a SettingsError naming the setting', () => {
   const cases: Array<[Record<string, string>, string[], RegExp]> = [
-    [{ PORT: 'abc' }, [], /PORT/],
-    [{ PORT: '70000' }, [], /PORT must be between/],
-    [{ SIGNUP: 'maybe' }, [], /SIGNUP must be on or off/],
-    [{ LOG_LEVEL: 'loud' }, [], /LOG_LEVEL/],
-    [{ DATABASE_URL: 'mysql://x' }, [], /DATABASE_URL/],
-    [{}, ['--port', 'x'], /--port/],
-    [{}, ['--bogus', '1'], /unknown option --bogus/],
-    [{}, ['--port'], /--port needs a value/],
+    [{ PORT: 'abc' }, [], /^PORT must be a whole number, got "abc"$/],
+    [{ PORT: '70000' }, [], /^PORT must be between 0 and 65535, got 70000$/],
+    [{ PORT: '-1' }, [], /^PORT must be a whole number/],
+    [{ PORT: '80.5' }, [], /^PORT must be a whole number/],
+    [{ MQTT_PORT: '1e3' }, [], /^MQTT_PORT/],
+    [{ SIGNUP: 'maybe' }, [], /^SIGNUP must be on or off, got "maybe"$/],
+    [{ TRUST_PROXY: '2' }, [], /^TRUST_PROXY must be on or off/],
+    [{ LOG_LEVEL: 'loud' }, [], /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
+    [{ DATABASE_URL: 'mysql://x' }, [], /^DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL$/],
+    [{ DATABASE_URL: 'postgres://[bad' }, [], /^DATABASE_URL is not a valid URL$/],
+    [{ TOKEN_LIFETIME_SECONDS: '0' }, [], /^TOKEN_LIFETIME_SECONDS must be between/],
+    [{ LOGIN_MAX_FAILURES: '0' }, [], /^LOGIN_MAX_FAILURES must be between/],
+    [{ BODY_LIMIT_BYTES: '10' }, [], /^BODY_LIMIT_BYTES must be between/],
+    [{}, ['--port', 'x'], /^--port must be a whole number/],
+    [{ PORT: '9000' }, ['--port=70000'], /^--port must be between/],
   ];
   for (const [env, argv, message] of cases) {
-    assert.throws(() => loadSettings(env, argv), (err: unknown) => err instanceof SettingsError && message.test(err.message), `${JSON.stringify(env)} ${argv.join(' ')}`);
+    const label = `${JSON.stringify(env)} ${argv.join(' ')}`;
+    assert.throws(() => loadSettings(env, argv), (err: unknown) => {
+      assert.ok(err instanceof SettingsError, `${label}: a SettingsError`);
+      assert.match(err.message, message, label);
+      return true;
+    }, label);
+  }
+  assert.equal(loadSettings({ PORT: 'abc' }, ['--port', '9000']).port, 9000, 'a flag replaces a bad variable, which is not read');
+});
+
+test('unknown and malformed flags are rejected', () => {
+  const cases: Array<[string[], RegExp]> = [
+    [['--bogus', '1'], /^unknown option --bogus/],
+    [['--bogus=1'], /^unknown option --bogus/],
+    [['--PORT', '9000'], /^unknown option --PORT/],
+    [['--port'], /^option --port needs a value$/],
+    [['--port', '--signup', 'off'], /^option --port needs a value$/],
+    [['9000'], /^unexpected argument "9000"$/],
+    [['-p', '9000'], /^unexpected argument "-p"$/],
+  ];
+  for (const [argv, message] of cases) {
+    assert.throws(() => loadSettings({}, argv), (err: unknown) => err instanceof SettingsError && message.test(err.message), argv.join(' '));
   }
 });

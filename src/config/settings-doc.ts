@@ -8,8 +8,9 @@ export function configurationDoc(): string {
 
 Settings come from environment variables or from flags of \`skyport server start\`
 (\`--port 9000\` or \`--port=9000\`); a flag wins over the environment. Every value is checked at
-start: a bad one stops the server with one line naming the setting, and a port that is already
-taken stops it with a line naming the setting to change.
+start: a bad one stops the server with one line naming the setting (\`PORT must be between 0 and
+65535, got 70000\`), an unknown flag stops it too, and a port that is already taken stops it with
+a line naming \`PORT\`, the setting to change.
 
 ${settingsMarkdown()}
 

@@ -14,7 +14,7 @@ import type { TokenService } from '../services/tokens.service.js';
 import type { ProductService } from '../services/products.service.js';
 import type { CustomerService } from '../services/customers.service.js';
 import { createGuard } from './auth.js';
-import { installErrorHandling } from './error-handler.js';
+import { frameworkError, installErrorHandling } from './error-handler.js';
 import { loggerOptions } from './logging.js';
 import { ErrorBody } from './schemas.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
@@ -53,6 +53,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    frameworkErrors: frameworkError,
   });
 
   // Request bodies are validated as sent: a JSON number is not a string. Query strings and
@@ -83,10 +84,14 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     if (req.id.length > 64 || !/^[\w.-]+$/.test(req.id)) req.id = randomUUID();
     reply.header('x-request-id', req.id);
   });
-  // PostgreSQL text cannot hold NUL; refuse it at the edge instead of failing in storage.
+  // PostgreSQL text cannot hold NUL, and jsonb refuses a lone UTF-16 surrogate (\ud800); refuse
+  // both at the edge instead of failing in storage.
   app.addHook('preValidation', async (req) => {
     if (containsNul(req.body) || containsNul(req.query) || containsNul(req.params)) {
       throw new DomainError('invalid_request', 'Text fields must not contain NUL characters');
+    }
+    if (containsLoneSurrogate(req.body) || containsLoneSurrogate(req.query) || containsLoneSurrogate(req.params)) {
+      throw new DomainError('invalid_request', 'Text fields must be valid Unicode (a lone surrogate such as \\ud800 is not)');
     }
   });
 
@@ -104,11 +109,23 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   return app;
 }
 
-function containsNul(value: unknown, depth = 0): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
+function containsNul(value: unknown): boolean {
+  return someText(value, (t) => t.includes('\u0000'));
+}
+
+// With the u flag a surrogate pair is one code point, so this matches only unpaired halves.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+function containsLoneSurrogate(value: unknown): boolean {
+  return someText(value, (t) => LONE_SURROGATE.test(t));
+}
+
+/** Whether any string in a parsed body, query or params (keys included) matches. */
+function someText(value: unknown, test: (text: string) => boolean, depth = 0): boolean {
+  if (typeof value === 'string') return test(value);
   if (depth > 20 || value === null || typeof value !== 'object') return false;
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    if (k.includes('\u0000') || containsNul(v, depth + 1)) return true;
+    if (test(k) || someText(v, test, depth + 1)) return true;
   }
   return false;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, ERRORS } from '../domain/errors.js';
 
@@ -21,6 +22,23 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler(function routeNotFound(req, reply) {
     return sendError(reply, new DomainError('not_found', `No route ${req.method} ${req.url.split('?')[0]}`), req.id);
   });
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors its router raises before any hook runs (a path with
+ * bad percent-encoding, a path parameter over maxParamLength) get the same JSON bodies.
+ */
+export function frameworkError(err: FastifyError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const e = err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+    ? new DomainError('invalid_request', 'A path segment of the URL is too long')
+    : err.code === 'FST_ERR_BAD_URL'
+      ? new DomainError('invalid_request', 'The URL path is not valid percent-encoding')
+      : toDomainError(err, req);
+  // The onRequest hooks do not run for these; keep their rule for a caller's request id.
+  if (req.id.length > 64 || !/^[\w.-]+$/.test(req.id)) req.id = randomUUID();
+  reply.header('x-request-id', req.id);
+  req.log.info({ code: e.code, status: e.status }, e.message);
+  return sendError(reply, e, req.id);
 }
 
 export function sendError(reply: FastifyReply, e: DomainError, requestId: string): FastifyReply {

@@ -7,9 +7,34 @@ import type { Settings } from '../config/settings.js';
  * DELETE /v1/access_tokens/:token, so URLs are scrubbed as well as headers.
  */
 export function redactUrl(url: string): string {
-  return url
-    .replace(/([?&](?:access_token|client_secret|password|refresh_token|mfa_token|otp)=)[^&]*/gi, '$1[redacted]')
-    .replace(/^(\/v1\/access_tokens\/)(?!current(?:[?/]|$))[^?/]+/, '$1[redacted]');
+  const q = url.indexOf('?');
+  // The router and the query parser decode percent-escapes (`access%5Ftoken=` is
+  // `access_token=`, `/v1/access%5Ftokens/…` reaches the revoke route), so names are compared
+  // decoded and in any letter case.
+  let afterAccessTokens = false;
+  const path = (q < 0 ? url : url.slice(0, q)).split('/').map((segment) => {
+    const name = decoded(segment).toLowerCase();
+    if (afterAccessTokens && segment !== '' && name !== 'current') return '[redacted]';
+    if (name === 'access_tokens') afterAccessTokens = true;
+    return segment;
+  }).join('/');
+  if (q < 0) return path;
+  const query = url.slice(q + 1).split('&').map((pair) => {
+    const eq = pair.indexOf('=');
+    if (eq < 0 || !SECRET_PARAMS.has(decoded(pair.slice(0, eq)).toLowerCase())) return pair;
+    return `${pair.slice(0, eq)}=[redacted]`;
+  }).join('&');
+  return `${path}?${query}`;
+}
+
+const SECRET_PARAMS = new Set(['access_token', 'client_secret', 'password', 'refresh_token', 'mfa_token', 'otp', 'recovery_code', 'token']);
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return text;
+  }
 }
 
 export function loggerOptions(settings: Pick<Settings, 'logLevel'>): FastifyServerOptions['logger'] {

@@ -80,14 +80,13 @@ export function createAccountService(deps: {
       : await secrets.verifyPassword(await (dummyHash ??= secrets.hashPassword(secrets.token())), password).then(() => false);
     if (!user || !ok) {
       limiter.fail(key, ip);
-      if (user) {
-        await audit.record({ account: { kind: 'user', id: user.id }, type: 'user.login_failed', ip });
-        try {
-          limiter.check(key, ip);
-        } catch (lock) {
-          await audit.record({ account: { kind: 'user', id: user.id }, type: 'user.locked_out', ip });
-          throw lock;
-        }
+      if (user) await audit.record({ account: { kind: 'user', id: user.id }, type: 'user.login_failed', ip });
+      // Unknown usernames lock out alike, so that the answer does not tell which accounts exist.
+      try {
+        limiter.check(key, ip);
+      } catch (lock) {
+        if (user) await audit.record({ account: { kind: 'user', id: user.id }, type: 'user.locked_out', ip });
+        throw lock;
       }
       throw new DomainError('invalid_grant', 'User credentials are invalid');
     }

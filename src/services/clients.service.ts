@@ -83,9 +83,13 @@ export function createClientService(deps: {
     async authenticate(id: string | undefined, secret: string | undefined, ip: string, options: { allowMissingSecret?: boolean } = {}): Promise<AuthenticatedClient> {
       if (id === undefined || id === '') throw new DomainError('invalid_client', 'Invalid or missing client_id parameter');
       if (!isWellFormedClientId(id)) throw new DomainError('invalid_client', 'Client credentials are invalid');
-      const key = `client:${id}`;
-      limiter.check(key, ip);
       const publicDigest = publicDigests.get(id);
+      // Lock-out is per client and address. Client IDs are not secret (web clients publish
+      // theirs, and public clients' secrets are published too), so a lock for every address would
+      // let anyone stop a product's back-end, or every particle-cli login, with a few wrong
+      // secrets. Guessing a 160-bit secret gains nothing, and the per-address budget still applies.
+      const key = `client:${id}@${ip}`;
+      limiter.check(key, ip);
       if (publicDigest !== undefined) {
         if (secret !== undefined && secrets.sameDigest(publicDigest, secrets.sha256(secret))) return { kind: 'public', id };
         if (secret === undefined) throw new DomainError('invalid_client', 'Missing client_secret parameter');
