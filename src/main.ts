@@ -10,6 +10,7 @@ import { createClientsRepository } from './repositories/clients.repository.js';
 import { createMfaRepository } from './repositories/mfa.repository.js';
 import { createTokensRepository } from './repositories/tokens.repository.js';
 import { createUsersRepository } from './repositories/users.repository.js';
+import { cacheUsers } from './repositories/users.cache.js';
 import { createProductsRepository } from './repositories/products.repository.js';
 import { createCustomersRepository } from './repositories/customers.repository.js';
 import { createProductService } from './services/products.service.js';
@@ -62,7 +63,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
     maxPerWindow: settings.ipMaxFailures,
     windowSeconds: settings.ipFailureWindowSeconds,
   });
-  const users = createUsersRepository(db);
+  const users = cacheUsers(createUsersRepository(db), clock);
   const audit = createAuditService({ db, repo: createAuditRepository(db), clock });
   const tokens = createTokenService({ repo: createTokensRepository(db), secrets, clock, settings });
   const clients = createClientService({ repo: createClientsRepository(db), tokens, audit, secrets, clock, limiter });

@@ -4,7 +4,8 @@ import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { Db } from '../storage/db.js';
 import type { MfaChallenge, MfaRepository } from '../repositories/mfa.repository.js';
-import type { UserRecord, UsersRepository } from '../repositories/users.repository.js';
+import type { UserRecord } from '../repositories/users.repository.js';
+import type { CachedUsersRepository } from '../repositories/users.cache.js';
 import type { AuditService } from './audit.service.js';
 import type { AccountService } from './accounts.service.js';
 import type { TokenService } from './tokens.service.js';
@@ -24,7 +25,7 @@ const RECOVERY_CODES = 10;
 export function createMfaService(deps: {
   db: Db;
   repo: MfaRepository;
-  users: UsersRepository;
+  users: CachedUsersRepository;
   accounts: AccountService;
   tokens: TokenService;
   audit: AuditService;
@@ -87,6 +88,7 @@ export function createMfaService(deps: {
         await users.setMfa(userId, challenge.pendingSecret, step, clock.now(), tx);
         await repo.replaceRecoveryCodes(userId, codes.map((c) => secrets.sha256(normaliseRecovery(c))), tx);
       });
+      users.forget(userId);
       await audit.record({ account: { kind: 'user', id: userId }, type: 'mfa.enabled', ip });
       if (body.invalidate_tokens) await deps.tokens.revokeSubject({ kind: 'user', userId }, currentTokenHash);
       return { enrolled: true, recovery_codes: codes };
@@ -102,6 +104,7 @@ export function createMfaService(deps: {
         await users.setMfa(userId, null, null, clock.now(), tx);
         await repo.deleteRecoveryCodes(userId, tx);
       });
+      users.forget(userId);
       await audit.record({ account: { kind: 'user', id: userId }, type: 'mfa.disabled', ip });
     },
 

@@ -53,15 +53,7 @@ export function createProductService(deps: {
   clock: Clock;
 }) {
   const { repo, clock, audit } = deps;
-  const creators = new Map<string, string>();
-
-  async function creatorName(userId: string): Promise<string | null> {
-    const hit = creators.get(userId);
-    if (hit !== undefined) return hit;
-    const u = await deps.users.findById(userId);
-    if (u) creators.set(userId, u.username);
-    return u?.username ?? null;
-  }
+  const creatorName = async (userId: string) => (await deps.users.findById(userId))?.username ?? null;
 
   async function view(p: ProductRecord): Promise<ProductView> {
     return {
