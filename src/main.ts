@@ -15,6 +15,10 @@ import { createProductsRepository } from './repositories/products.repository.js'
 import { createCustomersRepository } from './repositories/customers.repository.js';
 import { createProductService } from './services/products.service.js';
 import { createCustomerService } from './services/customers.service.js';
+import { createDevicesRepository } from './repositories/devices.repository.js';
+import { createClaimsRepository } from './repositories/claims.repository.js';
+import { createDeviceService } from './services/devices.service.js';
+import { createClaimService } from './services/claims.service.js';
 import { createAccountService } from './services/accounts.service.js';
 import { createAuditService } from './services/audit.service.js';
 import { createClientService } from './services/clients.service.js';
@@ -69,12 +73,24 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
   const clients = createClientService({ repo: createClientsRepository(db), tokens, audit, secrets, clock, limiter });
   const productsRepo = createProductsRepository(db);
   const customersRepo = createCustomersRepository(db);
-  const accounts = createAccountService({ users, tokens, clients, audit, secrets, clock, limiter, signupOpen: settings.signup, soleMemberOf: (id) => productsRepo.soleMemberOf(id) });
+  const devicesRepo = createDevicesRepository(db);
+  const claimsRepo = createClaimsRepository(db);
+  const accounts = createAccountService({
+    users, tokens, clients, audit, secrets, clock, limiter, signupOpen: settings.signup,
+    soleMemberOf: (id) => productsRepo.soleMemberOf(id),
+    // A deleted account's devices are released and its claim codes dropped.
+    releaseOwned: (id) => db.transaction(async (tx) => {
+      await claimsRepo.deleteForOwner({ kind: 'user', id }, tx);
+      await devicesRepo.releaseOwner({ kind: 'user', id }, tx);
+    }),
+  });
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
   const products = createProductService({ db, repo: productsRepo, customers: customersRepo, users, audit, secrets, clock });
-  const customers = createCustomerService({ repo: customersRepo, tokens, audit, secrets, clock, limiter, settings });
+  const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
+  const devices = createDeviceService({ db, repo: devicesRepo, products: productsRepo, customers: customersRepo, users, audit, secrets, clock });
+  const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });
   const oauth = createOAuthService({ tokens, accounts, mfa, customers: customers.directory, audit, clock, settings });
-  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers };
+  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, claims };
 }
 
 /**
@@ -99,9 +115,9 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     },
   });
 
-  // Expired tokens and MFA challenges are swept every ten minutes; they are refused anyway.
+  // Expired tokens, MFA challenges and claim codes are swept every ten minutes; they are refused anyway.
   const sweep = setInterval(() => {
-    void Promise.all([services.tokens.purgeExpired(), services.mfa.purgeExpired()]).catch((err) => app.log.warn({ err }, 'expiry sweep failed'));
+    void Promise.all([services.tokens.purgeExpired(), services.mfa.purgeExpired(), services.claims.purgeExpired()]).catch((err) => app.log.warn({ err }, 'expiry sweep failed'));
   }, 10 * 60 * 1000);
   sweep.unref();
 

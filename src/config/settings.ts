@@ -21,6 +21,7 @@ export interface Settings {
   readonly bodyLimitBytes: number;
   readonly shutdownGraceSeconds: number;
   readonly tokenCacheSeconds: number;
+  readonly claimCodeLifetimeSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -96,6 +97,7 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'bodyLimitBytes', env: 'BODY_LIMIT_BYTES', flag: '--body-limit-bytes', default: '1048576', doc: 'Largest request body accepted (1 MiB); larger bodies answer 413.', parse: integer(1024, 64 * 1024 * 1024) },
   { key: 'shutdownGraceSeconds', env: 'SHUTDOWN_GRACE_SECONDS', flag: '--shutdown-grace-seconds', default: '10', doc: 'On SIGTERM, how long in-flight requests may take before the server closes anyway.', parse: integer(0, 3600) },
   { key: 'tokenCacheSeconds', env: 'TOKEN_CACHE_SECONDS', flag: '--token-cache-seconds', default: '30', doc: 'How long a verified access token is remembered in memory. Revocation on the same node takes effect at once; 0 turns the cache off.', parse: integer(0, 3600) },
+  { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];
 
 /**

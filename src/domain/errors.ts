@@ -27,10 +27,12 @@ export const ERRORS = {
   // Resources
   forbidden: { status: 403, summary: 'The caller may not do this.' },
   permission_denied: { status: 403, wire: 'Permission Denied', summary: 'Unknown device, or a device the caller may not reach (Particle answers the same for both).' },
+  device_claimed_by_other: { status: 403, wire: 'That belongs to someone else.', summary: 'The device is owned by another account or customer; it must be released first.' },
   signup_closed: { status: 403, summary: 'Open sign-up is switched off on this server (SIGNUP=off).' },
   not_found: { status: 404, summary: 'No such resource, or none the caller may see.' },
   username_taken: { status: 409, summary: 'An account with this username already exists.' },
   conflict: { status: 409, summary: 'The request conflicts with the current state of the resource.' },
+  claim_code_invalid: { status: 400, summary: 'The claim code is unknown, already used, expired, or for another product.' },
   payload_too_large: { status: 413, summary: 'The request body is larger than the server accepts.' },
   unsupported_media_type: { status: 415, summary: 'The Content-Type is not one this endpoint accepts.' },
   rate_limit_exceeded: { status: 429, summary: 'Too many requests or failed attempts; retry after the number of seconds in Retry-After.' },

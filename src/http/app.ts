@@ -13,6 +13,10 @@ import type { OAuthService } from '../services/oauth.service.js';
 import type { TokenService } from '../services/tokens.service.js';
 import type { ProductService } from '../services/products.service.js';
 import type { CustomerService } from '../services/customers.service.js';
+import type { DeviceService } from '../services/devices.service.js';
+import type { ClaimService } from '../services/claims.service.js';
+import multipart from '@fastify/multipart';
+import { deviceRoutes } from './routes/devices.routes.js';
 import { createGuard } from './auth.js';
 import { frameworkError, installErrorHandling } from './error-handler.js';
 import { loggerOptions } from './logging.js';
@@ -35,6 +39,8 @@ export interface HttpDeps {
   tokens: TokenService;
   products: ProductService;
   customers: CustomerService;
+  devices: DeviceService;
+  claims: ClaimService;
   health(): Promise<string>;
   /** A pino logger options object, or false (tests). */
   logger?: FastifyServerOptions['logger'];
@@ -63,6 +69,8 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
 
   await app.register(formbody, { bodyLimit: deps.settings.bodyLimitBytes });
+  // Multipart only carries the device-id file of a fleet import: one small file.
+  await app.register(multipart, { limits: { files: 1, fileSize: 1024 * 1024, fields: 10, parts: 12 } });
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -103,6 +111,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   clientRoutes(app, { clients: deps.clients, products: deps.products, guard });
   productRoutes(app, { products: deps.products, clients: deps.clients, tokens: deps.tokens, guard });
   customerRoutes(app, { customers: deps.customers, clients: deps.clients, products: deps.products, guard });
+  deviceRoutes(app, { devices: deps.devices, claims: deps.claims, products: deps.products, guard });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

@@ -26,6 +26,10 @@ export function createCustomersRepository(db: Queryable) {
         [c.id, c.productId, c.email, c.passwordHash, c.createdAt]);
       return rows.length === 1;
     },
+    async findByIds(ids: string[]): Promise<CustomerRecord[]> {
+      if (ids.length === 0) return [];
+      return (await db.query<Row>('SELECT * FROM customers WHERE id = ANY($1::text[])', [ids])).map(toCustomer);
+    },
     async findByEmail(productId: number, email: string): Promise<CustomerRecord | undefined> {
       const rows = await db.query<Row>('SELECT * FROM customers WHERE product_id = $1 AND lower(email) = lower($2)', [productId, email]);
       return rows[0] && toCustomer(rows[0]);

@@ -43,6 +43,7 @@ export function createAccountService(deps: {
   signupOpen: boolean;
   /** Products whose team has this user alone; deleting the account would orphan them. */
   soleMemberOf(userId: string): Promise<number[]>;
+  releaseOwned(userId: string): Promise<void>;
 }) {
   const { users, secrets, clock, limiter, audit } = deps;
   let dummyHash: Promise<string> | undefined;
@@ -180,6 +181,7 @@ export function createAccountService(deps: {
         throw new DomainError('conflict', `The account is the only team member of product(s) ${orphans.join(', ')}; delete them or add another member first`);
       }
       await deps.clients.removeAllOf({ kind: 'user', id: userId });
+      await deps.releaseOwned(userId);
       await deps.tokens.revokeSubject({ kind: 'user', userId }, null);
       await users.delete(userId);
       await audit.record({ account: { kind: 'user', id: userId }, type: 'user.deleted', ip, details: { username: user.username } });

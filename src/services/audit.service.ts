@@ -15,7 +15,8 @@ export type AuditType =
   | 'client.created' | 'client.updated' | 'client.deleted' | 'client.auth_failed'
   | 'mfa.enabled' | 'mfa.disabled' | 'mfa.otp_failed' | 'mfa.recovery_code_used'
   | 'product.created' | 'product.deleted' | 'team.member_added' | 'team.member_removed'
-  | 'customer.created' | 'customer.login_failed' | 'customer.password_changed' | 'customer.deleted';
+  | 'customer.created' | 'customer.login_failed' | 'customer.password_changed' | 'customer.deleted'
+  | 'device.provisioned' | 'device.imported' | 'device.removed' | 'device.claimed' | 'device.unclaimed' | 'claim_code.created';
 
 export interface AuditInput {
   account: { kind: AuditEvent['accountKind']; id: string };

@@ -8,6 +8,9 @@ import type { Secrets } from '../platform/secrets.js';
 import type { Settings } from '../config/settings.js';
 import type { CustomerRecord, CustomersRepository } from '../repositories/customers.repository.js';
 import type { ProductRecord } from '../repositories/products.repository.js';
+import type { DevicesRepository } from '../repositories/devices.repository.js';
+import type { ClaimsRepository } from '../repositories/claims.repository.js';
+import type { Db } from '../storage/db.js';
 import type { AuditService } from './audit.service.js';
 import type { AuthenticatedClient } from './clients.service.js';
 import type { CustomerDirectory } from './customer-directory.js';
@@ -25,7 +28,10 @@ export interface NewCustomerBody {
  * customer of the two-legged design. Also the token endpoint's CustomerDirectory.
  */
 export function createCustomerService(deps: {
+  db: Db;
   repo: CustomersRepository;
+  devices: DevicesRepository;
+  claims: ClaimsRepository;
   tokens: TokenService;
   audit: AuditService;
   secrets: Secrets;
@@ -101,8 +107,9 @@ export function createCustomerService(deps: {
 
     async list(product: ProductRecord, page: number, perPage: number) {
       const { customers, total } = await repo.list(product.id, perPage, (page - 1) * perPage);
+      const owned = await deps.devices.idsByOwners('customer', customers.map((c) => c.id));
       return {
-        customers: customers.map((c) => ({ id: c.id, username: c.email, shadow: c.passwordHash === null, created_at: c.createdAt.toISOString(), devices: [] as string[] })),
+        customers: customers.map((c) => ({ id: c.id, username: c.email, shadow: c.passwordHash === null, created_at: c.createdAt.toISOString(), devices: owned.get(c.id) ?? [] })),
         meta: { page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) },
       };
     },
@@ -115,10 +122,15 @@ export function createCustomerService(deps: {
       await audit.record({ account: { kind: 'customer', id: c.id }, type: 'customer.password_changed', ip });
     },
 
-    /** Deletes a customer and revokes its tokens. */
+    /** Deletes a customer: its tokens and claim codes are revoked, its devices released. */
     async remove(product: ProductRecord, email: string, ip: string): Promise<void> {
       const c = await mustFind(product, email);
       await tokens.revokeSubject(subjectOf(c), null);
+      const owner = { kind: 'customer' as const, id: c.id };
+      await deps.db.transaction(async (tx) => {
+        await deps.claims.deleteForOwner(owner, tx);
+        await deps.devices.releaseOwner(owner, tx);
+      });
       await repo.delete(c.id);
       await audit.record({ account: { kind: 'customer', id: c.id }, type: 'customer.deleted', ip, details: { product_id: product.id, email: c.email } });
     },

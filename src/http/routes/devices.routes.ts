@@ -1,0 +1,225 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { DomainError } from '../../domain/errors.js';
+import { parseIdList } from '../../domain/devices.js';
+import type { ClaimService } from '../../services/claims.service.js';
+import type { DeviceService } from '../../services/devices.service.js';
+import type { ProductService } from '../../services/products.service.js';
+import { authOf, type Guard } from '../auth.js';
+import { Flag, Str, errorResponses } from '../schemas.js';
+
+const DeviceView = Type.Object({ id: Type.String(), name: Type.Union([Type.String(), Type.Null()]) }, { additionalProperties: true });
+const P = Type.Object({ productIdOrSlug: Str(100) });
+const PD = Type.Object({ productIdOrSlug: Str(100), deviceId: Str(100) });
+const D = Type.Object({ deviceId: Str(100) });
+const DeviceChange = Type.Object({
+  name: Type.Optional(Str(200)),
+  notes: Type.Optional(Type.Union([Str(1000), Type.Null()])),
+  development: Type.Optional(Flag),
+  desired_firmware_version: Type.Optional(Type.Union([Type.Integer(), Str(12), Type.Null()])),
+  access_token: Type.Optional(Str(200)),
+}, { additionalProperties: true });
+const ImportResult = Type.Object({
+  updated: Type.Integer(),
+  updatedDeviceIds: Type.Array(Type.String()),
+  existingDeviceIds: Type.Array(Type.String()),
+  nonmemberDeviceIds: Type.Array(Type.String()),
+  invalidDeviceIds: Type.Array(Type.String()),
+  protectedDeviceIds: Type.Array(Type.String()),
+});
+
+/** Devices (reference §5-7): identities, fleets, ownership and claim codes. */
+export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceService; claims: ClaimService; products: ProductService; guard: Guard }): void {
+  const { devices, products, guard } = deps;
+  const anyToken = guard();
+  const console = guard({ subjects: ['user', 'product'] });
+  type WithP = { Params: { productIdOrSlug: string } };
+  type WithPD = { Params: { productIdOrSlug: string; deviceId: string } };
+  const productOf = (req: FastifyRequest) => products.access(authOf(req), (req.params as { productIdOrSlug: string }).productIdOrSlug);
+
+  // POST /v1/devices: {product_id} provisions a new identity (particle-api-js provisionDevice);
+  // {id, request_transfer} claims a device by id (particle-cli `claim`).
+  app.post<{ Body: { product_id?: number | string; id?: string; request_transfer?: boolean | 'true' | 'false' } }>('/v1/devices', {
+    preHandler: console,
+    schema: {
+      tags: ['devices'],
+      summary: 'Provision a device into a product ({product_id}), or claim a device by id ({id})',
+      body: Type.Object({
+        product_id: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Str(100)])),
+        id: Type.Optional(Str(100)),
+        request_transfer: Type.Optional(Flag),
+        access_token: Type.Optional(Str(200)),
+      }),
+      response: { ...errorResponses(400, 401, 403, 404) },
+    },
+  }, async (req, reply) => {
+    if (req.body.id !== undefined) return devices.claimById(authOf(req), req.body.id, req.ip);
+    if (req.body.product_id === undefined) throw new DomainError('invalid_request', 'Send product_id (provision a device) or id (claim a device)');
+    const product = await products.access(authOf(req), String(req.body.product_id));
+    return reply.code(201).send(await devices.provision(product, authOf(req), req.ip));
+  });
+
+  app.get('/v1/devices', {
+    preHandler: anyToken,
+    schema: { tags: ['devices'], summary: "The caller's devices (a bare array)", response: { 200: Type.Array(DeviceView), ...errorResponses(400, 401) } },
+  }, async (req) => devices.listMine(authOf(req)));
+
+  app.get<{ Params: { deviceId: string } }>('/v1/devices/:deviceId', {
+    preHandler: anyToken,
+    schema: { tags: ['devices'], summary: 'One device, by id or (for its owner) by name', params: D, response: { 200: DeviceView, ...errorResponses(400, 401, 403) } },
+  }, async (req) => devices.view(await devices.mustReach(authOf(req), req.params.deviceId)));
+
+  app.put<{ Params: { deviceId: string }; Body: Record<string, unknown> }>('/v1/devices/:deviceId', {
+    preHandler: anyToken,
+    schema: { tags: ['devices'], summary: 'Rename a device or set its notes', params: D, body: DeviceChange, response: { ...errorResponses(400, 401, 403) } },
+  }, async (req) => devices.update(await devices.mustReach(authOf(req), req.params.deviceId), req.body, false));
+
+  app.delete<{ Params: { deviceId: string } }>('/v1/devices/:deviceId', {
+    preHandler: anyToken,
+    schema: { tags: ['devices'], summary: 'Unclaim a device you own', params: D, response: { 200: Type.Object({ ok: Type.Literal(true) }), ...errorResponses(400, 401, 403) } },
+  }, async (req) => {
+    await devices.unclaim(authOf(req), req.params.deviceId, req.ip);
+    return { ok: true as const };
+  });
+
+  app.post('/v1/device_claims', {
+    preHandler: guard({ subjects: ['user'] }),
+    schema: {
+      tags: ['claiming'],
+      summary: 'A claim code for the user of the token',
+      body: Type.Optional(Type.Object({ iccid: Type.Optional(Str(40)), imei: Type.Optional(Str(40)), access_token: Type.Optional(Str(200)) })),
+      response: { 200: Type.Object({ claim_code: Type.String(), device_ids: Type.Array(Type.String()) }), ...errorResponses(400, 401, 403) },
+    },
+  }, async (req) => deps.claims.create(devices.ownerOf(authOf(req)) as { kind: 'user'; id: string }, null, req.ip));
+
+  app.post<WithP>('/v1/products/:productIdOrSlug/device_claims', {
+    preHandler: guard({ subjects: ['customer'] }),
+    schema: {
+      tags: ['claiming'],
+      summary: 'A claim code for the customer of the token (a customer of this product)',
+      params: P,
+      body: Type.Optional(Type.Object({ iccid: Type.Optional(Str(40)), imei: Type.Optional(Str(40)), access_token: Type.Optional(Str(200)) })),
+      response: { 200: Type.Object({ claim_code: Type.String(), device_ids: Type.Array(Type.String()) }), ...errorResponses(400, 401, 403) },
+    },
+  }, async (req) => {
+    const s = authOf(req).subject;
+    const product = await products.lookup(req.params.productIdOrSlug);
+    if (s.kind !== 'customer' || !product || String(product.id) !== s.productId) {
+      throw new DomainError('forbidden', 'The token must belong to a customer of this product');
+    }
+    return deps.claims.create({ kind: 'customer', id: s.customerId }, product.id, req.ip);
+  });
+
+  // ---- product fleet ----
+
+  app.get<WithP & { Querystring: { deviceId?: string; deviceName?: string; groups?: string; sortAttr?: string; sortDir?: string; page?: number; per_page?: number } }>('/v1/products/:productIdOrSlug/devices', {
+    preHandler: console,
+    schema: {
+      tags: ['product devices'],
+      summary: "A page of the product's fleet",
+      params: P,
+      querystring: Type.Object({
+        deviceId: Type.Optional(Str(24)),
+        deviceName: Type.Optional(Str(63)),
+        groups: Type.Optional(Str(1000)),
+        sortAttr: Type.Optional(Str(40)),
+        sortDir: Type.Optional(Str(4)),
+        page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+        per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+        access_token: Type.Optional(Str(200)),
+      }),
+      response: {
+        200: Type.Object({
+          devices: Type.Array(DeviceView),
+          customers: Type.Array(Type.Object({ id: Type.String(), username: Type.String() })),
+          meta: Type.Object({ page: Type.Integer(), per_page: Type.Integer(), total: Type.Integer(), total_pages: Type.Integer() }),
+        }),
+        ...errorResponses(400, 401, 403),
+      },
+    },
+  }, async (req) => {
+    const q = req.query;
+    // Groups are not modelled yet: a filter by group matches no device rather than every one.
+    if (q.groups) return { devices: [], customers: [], meta: { page: q.page ?? 1, per_page: q.per_page ?? 25, total: 0, total_pages: 0 } };
+    return devices.listFleet(await productOf(req), {
+      ...(q.deviceId === undefined ? {} : { deviceId: q.deviceId }),
+      ...(q.deviceName === undefined ? {} : { deviceName: q.deviceName }),
+      ...(q.sortAttr === undefined ? {} : { sortAttr: q.sortAttr }),
+      ...(q.sortDir === undefined ? {} : { sortDir: q.sortDir }),
+      page: q.page ?? 1,
+      perPage: q.per_page ?? 25,
+    });
+  });
+
+  // Import by {id}, {ids:[...]} or a multipart `file` of ids (particle-cli always sends the file).
+  app.post<WithP & { Body: { id?: string; ids?: string[] } | undefined }>('/v1/products/:productIdOrSlug/devices', {
+    preHandler: console,
+    schema: {
+      tags: ['product devices'],
+      summary: 'Add devices to the product: {id}, {ids:[...]}, or a multipart file of ids, one per line',
+      params: P,
+      consumes: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
+      response: { 200: ImportResult, ...errorResponses(400, 401, 403, 413) },
+    },
+  }, async (req) => {
+    const product = await productOf(req);
+    let ids: string[];
+    if (req.isMultipart()) {
+      const file = await req.file();
+      if (!file || file.fieldname !== 'file') throw new DomainError('invalid_request', 'Send the ids as a multipart field named "file"');
+      const text = (await file.toBuffer()).toString('utf8');
+      ids = parseIdList(text);
+    } else {
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      if (typeof body.id === 'string' && body.ids === undefined) ids = [body.id];
+      else if (Array.isArray(body.ids) && body.id === undefined && body.ids.every((x) => typeof x === 'string')) ids = parseIdList((body.ids as string[]).join('\n'));
+      else throw new DomainError('invalid_request', 'Send {id: "..."}, {ids: ["...", ...]} or a multipart file');
+    }
+    if (ids.length === 0) throw new DomainError('invalid_request', 'No device ids given');
+    return devices.importToProduct(product, ids, authOf(req), req.ip);
+  });
+
+  app.post<WithP & { Body: { quantity: number } }>('/v1/products/:productIdOrSlug/device_identities', {
+    preHandler: console,
+    schema: {
+      tags: ['product devices'],
+      summary: 'Bulk provisioning: N new device identities with their secrets, once (JSON, or CSV with Accept: text/csv)',
+      params: P,
+      body: Type.Object({ quantity: Type.Integer({ minimum: 1, maximum: 10_000 }), access_token: Type.Optional(Str(200)) }),
+      response: { ...errorResponses(400, 401, 403) },
+    },
+  }, async (req, reply) => {
+    const made = await devices.provisionMany(await productOf(req), req.body.quantity, authOf(req), req.ip);
+    reply.header('Cache-Control', 'no-store');
+    if (String(req.headers.accept ?? '').includes('text/csv')) {
+      return reply.code(201).type('text/csv; charset=utf-8').send(['device_id,device_secret', ...made.map((m) => `${m.id},${m.device_secret}`)].join('\n') + '\n');
+    }
+    return reply.code(201).send({ ok: true, devices: made });
+  });
+
+  app.get<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId', {
+    preHandler: console,
+    schema: { tags: ['product devices'], summary: 'One device of the fleet', params: PD, response: { 200: DeviceView, ...errorResponses(400, 401, 403, 404) } },
+  }, async (req) => devices.view(await devices.inProduct(await productOf(req), req.params.deviceId)));
+
+  app.put<WithPD & { Body: Record<string, unknown> }>('/v1/products/:productIdOrSlug/devices/:deviceId', {
+    preHandler: console,
+    schema: { tags: ['product devices'], summary: 'Name, notes, development mode, firmware lock', params: PD, body: DeviceChange, response: { ...errorResponses(400, 401, 403, 404) } },
+  }, async (req) => devices.update(await devices.inProduct(await productOf(req), req.params.deviceId), req.body, true));
+
+  app.delete<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId', {
+    preHandler: console,
+    schema: { tags: ['product devices'], summary: 'Remove a device from the product (its owner is released)', params: PD, response: errorResponses(400, 401, 403, 404) },
+  }, async (req, reply) => {
+    await devices.removeFromProduct(await productOf(req), req.params.deviceId, authOf(req), req.ip);
+    return reply.code(204).send();
+  });
+
+  app.delete<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId/owner', {
+    preHandler: console,
+    schema: { tags: ['product devices'], summary: "Release a product device's owner (unclaim)", params: PD, response: errorResponses(400, 401, 403, 404) },
+  }, async (req, reply) => {
+    await devices.releaseOwnerInProduct(await productOf(req), req.params.deviceId, authOf(req), req.ip);
+    return reply.code(204).send();
+  });
+}

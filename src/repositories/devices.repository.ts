@@ -1,0 +1,185 @@
+import type { Queryable } from '../storage/db.js';
+import type { SortColumn } from '../domain/devices.js';
+
+export type DeviceOwner = { kind: 'user' | 'customer'; id: string };
+
+export interface DeviceRecord {
+  id: string;
+  secretHash: string;
+  name: string | null;
+  notes: string | null;
+  platformId: number;
+  productId: number | null;
+  owner: DeviceOwner | null;
+  development: boolean;
+  desiredFirmwareVersion: number | null;
+  serialNumber: string | null;
+  online: boolean;
+  lastHeard: Date | null;
+  lastHandshakeAt: Date | null;
+  lastIpAddress: string | null;
+  systemFirmwareVersion: string | null;
+  firmwareVersion: number | null;
+  functions: string[];
+  variables: Record<string, string>;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface Row {
+  id: string; secret_hash: string; name: string | null; notes: string | null; platform_id: number; product_id: number | string | null;
+  owner_kind: 'user' | 'customer' | null; owner_id: string | null; development: boolean; desired_firmware_version: number | null;
+  serial_number: string | null; online: boolean; last_heard: Date | null; last_handshake_at: Date | null; last_ip_address: string | null;
+  system_firmware_version: string | null; firmware_version: number | null; functions: string[]; variables: Record<string, string>;
+  created_at: Date; updated_at: Date;
+}
+
+const date = (d: Date | null) => (d === null ? null : new Date(d));
+
+const toDevice = (r: Row): DeviceRecord => ({
+  id: r.id,
+  secretHash: r.secret_hash,
+  name: r.name,
+  notes: r.notes,
+  platformId: Number(r.platform_id),
+  productId: r.product_id === null ? null : Number(r.product_id),
+  owner: r.owner_kind && r.owner_id ? { kind: r.owner_kind, id: r.owner_id } : null,
+  development: r.development,
+  desiredFirmwareVersion: r.desired_firmware_version,
+  serialNumber: r.serial_number,
+  online: r.online,
+  lastHeard: date(r.last_heard),
+  lastHandshakeAt: date(r.last_handshake_at),
+  lastIpAddress: r.last_ip_address,
+  systemFirmwareVersion: r.system_firmware_version,
+  firmwareVersion: r.firmware_version,
+  functions: r.functions ?? [],
+  variables: r.variables ?? {},
+  createdAt: new Date(r.created_at),
+  updatedAt: new Date(r.updated_at),
+});
+
+export interface FleetQuery {
+  idPrefix?: string | undefined;
+  name?: string | undefined;
+  sort: SortColumn;
+  descending: boolean;
+  limit: number;
+  offset: number;
+}
+
+export function createDevicesRepository(db: Queryable) {
+  async function bumpCount(q: Queryable, productId: number, delta: number): Promise<void> {
+    await q.query('UPDATE products SET device_count = device_count + $2 WHERE id = $1', [productId, delta]);
+  }
+
+  return {
+    /** Inserts new devices (provisioning) and counts them into their product. */
+    async insertMany(devices: DeviceRecord[], q: Queryable = db): Promise<void> {
+      for (let i = 0; i < devices.length; i += 500) {
+        const chunk = devices.slice(i, i + 500);
+        const values = chunk.map((_, j) => `($${j * 8 + 1}, $${j * 8 + 2}, $${j * 8 + 3}, $${j * 8 + 4}, $${j * 8 + 5}, $${j * 8 + 6}, $${j * 8 + 7}, $${j * 8 + 8}, $${j * 8 + 8})`).join(', ');
+        await q.query(
+          `INSERT INTO devices (id, secret_hash, name, platform_id, product_id, owner_kind, owner_id, created_at, updated_at) VALUES ${values}`,
+          chunk.flatMap((d) => [d.id, d.secretHash, d.name, d.platformId, d.productId, d.owner?.kind ?? null, d.owner?.id ?? null, d.createdAt]),
+        );
+      }
+      const perProduct = new Map<number, number>();
+      for (const d of devices) if (d.productId !== null) perProduct.set(d.productId, (perProduct.get(d.productId) ?? 0) + 1);
+      for (const [productId, n] of perProduct) await bumpCount(q, productId, n);
+    },
+
+    async findById(id: string, q: Queryable = db): Promise<DeviceRecord | undefined> {
+      const rows = await q.query<Row>('SELECT * FROM devices WHERE id = $1', [id.toLowerCase()]);
+      return rows[0] && toDevice(rows[0]);
+    },
+
+    async findManyForUpdate(ids: string[], q: Queryable): Promise<DeviceRecord[]> {
+      if (ids.length === 0) return [];
+      const rows = await q.query<Row>('SELECT * FROM devices WHERE id = ANY($1::text[]) FOR UPDATE', [ids]);
+      return rows.map(toDevice);
+    },
+
+    async findByOwnerAndName(owner: DeviceOwner, name: string): Promise<DeviceRecord | undefined> {
+      const rows = await db.query<Row>('SELECT * FROM devices WHERE owner_kind = $1 AND owner_id = $2 AND lower(name) = lower($3) ORDER BY id LIMIT 1', [owner.kind, owner.id, name]);
+      return rows[0] && toDevice(rows[0]);
+    },
+
+    async listByOwner(owner: DeviceOwner): Promise<DeviceRecord[]> {
+      const rows = await db.query<Row>('SELECT * FROM devices WHERE owner_kind = $1 AND owner_id = $2 ORDER BY id', [owner.kind, owner.id]);
+      return rows.map(toDevice);
+    },
+
+    async idsByOwners(kind: DeviceOwner['kind'], ownerIds: string[]): Promise<Map<string, string[]>> {
+      const out = new Map<string, string[]>();
+      if (ownerIds.length === 0) return out;
+      const rows = await db.query<{ owner_id: string; id: string }>('SELECT owner_id, id FROM devices WHERE owner_kind = $1 AND owner_id = ANY($2::text[]) ORDER BY id', [kind, ownerIds]);
+      for (const r of rows) out.set(r.owner_id, [...(out.get(r.owner_id) ?? []), r.id]);
+      return out;
+    },
+
+    /**
+     * One page of a product's fleet. The total comes from the product's counter when nothing
+     * filters the list, so that a page costs the same for 1,000 devices as for 100,000.
+     */
+    async listByProduct(productId: number, f: FleetQuery): Promise<{ devices: DeviceRecord[]; total: number }> {
+      const where = ['product_id = $1'];
+      const params: unknown[] = [productId];
+      if (f.idPrefix) { params.push(`${f.idPrefix.toLowerCase()}%`); where.push(`id LIKE $${params.length}`); }
+      if (f.name) { params.push(f.name.toLowerCase()); where.push(`lower(name) = $${params.length}`); }
+      const order = f.sort === 'id' ? `id ${f.descending ? 'DESC' : 'ASC'}` : `${f.sort} ${f.descending ? 'DESC' : 'ASC'} NULLS LAST, id`;
+      const rows = await db.query<Row>(`SELECT * FROM devices WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${f.limit} OFFSET ${f.offset}`, params);
+      let total: number;
+      if (params.length === 1) {
+        const c = await db.query<{ device_count: number }>('SELECT device_count FROM products WHERE id = $1', [productId]);
+        total = Number(c[0]?.device_count ?? 0);
+      } else {
+        const c = await db.query<{ n: number | string }>(`SELECT count(*) AS n FROM devices WHERE ${where.join(' AND ')}`, params);
+        total = Number(c[0]?.n ?? 0);
+      }
+      return { devices: rows.map(toDevice), total };
+    },
+
+    async setProduct(ids: string[], productId: number, q: Queryable): Promise<void> {
+      if (ids.length === 0) return;
+      const moved = await q.query<{ old: number | string | null }>(
+        `UPDATE devices d SET product_id = $2, updated_at = now() FROM (SELECT id, product_id AS old FROM devices WHERE id = ANY($1::text[])) o
+         WHERE d.id = o.id RETURNING o.old`, [ids, productId]);
+      for (const m of moved) if (m.old !== null) await bumpCount(q, Number(m.old), -1);
+      await bumpCount(q, productId, moved.length);
+    },
+
+    /** Takes a device out of its product and releases its owner (reference §7). */
+    async removeFromProduct(id: string, productId: number, q: Queryable = db): Promise<boolean> {
+      const rows = await q.query('UPDATE devices SET product_id = NULL, owner_kind = NULL, owner_id = NULL, development = false, updated_at = now() WHERE id = $1 AND product_id = $2 RETURNING id', [id, productId]);
+      if (rows.length === 1) await bumpCount(q, productId, -1);
+      return rows.length === 1;
+    },
+
+    async setOwner(id: string, owner: DeviceOwner | null, q: Queryable = db): Promise<void> {
+      await q.query('UPDATE devices SET owner_kind = $2, owner_id = $3, updated_at = now() WHERE id = $1', [id, owner?.kind ?? null, owner?.id ?? null]);
+    },
+
+    async releaseOwner(owner: DeviceOwner, q: Queryable = db): Promise<number> {
+      return (await q.query('UPDATE devices SET owner_kind = NULL, owner_id = NULL, updated_at = now() WHERE owner_kind = $1 AND owner_id = $2 RETURNING id', [owner.kind, owner.id])).length;
+    },
+
+    async update(id: string, change: { name?: string; notes?: string | null; development?: boolean; desiredFirmwareVersion?: number | null }, at: Date): Promise<DeviceRecord | undefined> {
+      const sets: string[] = [];
+      const params: unknown[] = [id];
+      const set = (col: string, v: unknown) => { params.push(v); sets.push(`${col} = $${params.length}`); };
+      if (change.name !== undefined) set('name', change.name);
+      if (change.notes !== undefined) set('notes', change.notes);
+      if (change.development !== undefined) set('development', change.development);
+      if (change.desiredFirmwareVersion !== undefined) set('desired_firmware_version', change.desiredFirmwareVersion);
+      set('updated_at', at);
+      const rows = await db.query<Row>(`UPDATE devices SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, params);
+      return rows[0] && toDevice(rows[0]);
+    },
+
+    countOwnedBy: async (owner: DeviceOwner): Promise<number> =>
+      Number((await db.query<{ n: number | string }>('SELECT count(*) AS n FROM devices WHERE owner_kind = $1 AND owner_id = $2', [owner.kind, owner.id]))[0]?.n ?? 0),
+  };
+}
+
+export type DevicesRepository = ReturnType<typeof createDevicesRepository>;
