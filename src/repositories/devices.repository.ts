@@ -125,7 +125,12 @@ export function createDevicesRepository(db: Queryable) {
     async listByProduct(productId: number, f: FleetQuery): Promise<{ devices: DeviceRecord[]; total: number }> {
       const where = ['product_id = $1'];
       const params: unknown[] = [productId];
-      if (f.idPrefix) { params.push(`${f.idPrefix.toLowerCase()}%`); where.push(`id LIKE $${params.length}`); }
+      // Ids are lower-case hex, so a prefix is a range that the (product_id, id) index serves in
+      // any collation, where LIKE would need a C collation.
+      if (f.idPrefix) {
+        params.push(f.idPrefix.toLowerCase(), `${f.idPrefix.toLowerCase()}g`);
+        where.push(`id >= $${params.length - 1} AND id < $${params.length}`);
+      }
       if (f.name) { params.push(f.name.toLowerCase()); where.push(`lower(name) = $${params.length}`); }
       const order = f.sort === 'id' ? `id ${f.descending ? 'DESC' : 'ASC'}` : `${f.sort} ${f.descending ? 'DESC' : 'ASC'} NULLS LAST, id`;
       const rows = await db.query<Row>(`SELECT * FROM devices WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${f.limit} OFFSET ${f.offset}`, params);
