@@ -8,7 +8,21 @@ import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
 import { Flag, Str, errorResponses } from '../schemas.js';
 
-const DeviceView = Type.Object({ id: Type.String(), name: Type.Union([Type.String(), Type.Null()]) }, { additionalProperties: true });
+const S = Type.String();
+const N = Type.Null();
+const orNull = (t: typeof S | ReturnType<typeof Type.Integer> | ReturnType<typeof Type.Number>) => Type.Union([t, N]);
+/** A device record (reference §6); see docs/api.md for which fields the cloud fills. */
+const DeviceView = Type.Object({
+  id: S, name: orNull(S), last_app: N, last_ip_address: orNull(S), last_heard: orNull(S), last_handshake_at: orNull(S),
+  product_id: Type.Integer(), online: Type.Boolean(), connected: Type.Boolean(), platform_id: Type.Integer(), cellular: Type.Boolean(),
+  notes: orNull(S), functions: Type.Array(S), variables: Type.Record(S, S), status: S, serial_number: orNull(S),
+  iccid: N, imei: N, mac_wifi: N, mobile_secret: N, system_firmware_version: orNull(S), firmware_version: orNull(Type.Integer()),
+  firmware_product_id: orNull(Type.Integer()), current_build_target: orNull(S), default_build_target: orNull(S),
+  targeted_firmware_release_version: orNull(Type.Integer()), desired_firmware_version: orNull(Type.Integer()),
+  firmware_updates_enabled: Type.Boolean(), firmware_updates_forced: Type.Boolean(), development: Type.Boolean(),
+  quarantined: Type.Boolean(), denied: Type.Boolean(), groups: Type.Array(S), owner: orNull(S),
+}, { $id: 'Device' });
+const DeviceRef = Type.Ref('Device');
 const P = Type.Object({ productIdOrSlug: Str(100) });
 const PD = Type.Object({ productIdOrSlug: Str(100), deviceId: Str(100) });
 const D = Type.Object({ deviceId: Str(100) });
@@ -35,6 +49,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
   const console = guard({ subjects: ['user', 'product'] });
   type WithP = { Params: { productIdOrSlug: string } };
   type WithPD = { Params: { productIdOrSlug: string; deviceId: string } };
+  app.addSchema(DeviceView);
   const productOf = (req: FastifyRequest) => products.access(authOf(req), (req.params as { productIdOrSlug: string }).productIdOrSlug);
 
   // POST /v1/devices: {product_id} provisions a new identity (particle-api-js provisionDevice);
@@ -61,12 +76,12 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
 
   app.get('/v1/devices', {
     preHandler: anyToken,
-    schema: { tags: ['devices'], summary: "The caller's devices (a bare array)", response: { 200: Type.Array(DeviceView), ...errorResponses(400, 401) } },
+    schema: { tags: ['devices'], summary: "The caller's devices (a bare array)", response: { 200: Type.Array(DeviceRef), ...errorResponses(400, 401) } },
   }, async (req) => devices.listMine(authOf(req)));
 
   app.get<{ Params: { deviceId: string } }>('/v1/devices/:deviceId', {
     preHandler: anyToken,
-    schema: { tags: ['devices'], summary: 'One device, by id or (for its owner) by name', params: D, response: { 200: DeviceView, ...errorResponses(400, 401, 403) } },
+    schema: { tags: ['devices'], summary: 'One device, by id or (for its owner) by name', params: D, response: { 200: DeviceRef, ...errorResponses(400, 401, 403) } },
   }, async (req) => devices.view(await devices.mustReach(authOf(req), req.params.deviceId)));
 
   app.put<{ Params: { deviceId: string }; Body: Record<string, unknown> }>('/v1/devices/:deviceId', {
@@ -130,7 +145,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
       }),
       response: {
         200: Type.Object({
-          devices: Type.Array(DeviceView),
+          devices: Type.Array(DeviceRef),
           customers: Type.Array(Type.Object({ id: Type.String(), username: Type.String() })),
           meta: Type.Object({ page: Type.Integer(), per_page: Type.Integer(), total: Type.Integer(), total_pages: Type.Integer() }),
         }),
@@ -199,7 +214,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
 
   app.get<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId', {
     preHandler: console,
-    schema: { tags: ['product devices'], summary: 'One device of the fleet', params: PD, response: { 200: DeviceView, ...errorResponses(400, 401, 403, 404) } },
+    schema: { tags: ['product devices'], summary: 'One device of the fleet', params: PD, response: { 200: DeviceRef, ...errorResponses(400, 401, 403, 404) } },
   }, async (req) => devices.view(await devices.inProduct(await productOf(req), req.params.deviceId)));
 
   app.put<WithPD & { Body: Record<string, unknown> }>('/v1/products/:productIdOrSlug/devices/:deviceId', {

@@ -1,0 +1,90 @@
+// Shared pieces of the benchmarks: free ports, child processes, autocannon runs, the baseline.
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import autocannon from 'autocannon';
+
+const children: ChildProcess[] = [];
+process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+
+export function killAll(): void {
+  children.forEach((c) => c.kill('SIGTERM'));
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitFor(url: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    try {
+      if ((await fetch(url)).status < 500) return;
+    } catch { /* not up yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+/** The bare node:http server of bench/bare-server.mjs, in its own process. */
+export async function startBare(): Promise<string> {
+  const bare = fork(new URL('./bare-server.mjs', import.meta.url).pathname);
+  children.push(bare);
+  const { port } = await new Promise<{ port: number }>((r) => bare.once('message', (m) => r(m as { port: number })));
+  return `http://127.0.0.1:${port}/`;
+}
+
+/** Skyport from the compiled build (npm run build), in its own process. */
+export async function startSkyport(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['bin/skyport.js', 'server', 'start', '--port', String(port), '--host', '127.0.0.1'], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(`${url}/healthz`);
+  return {
+    url,
+    stop: () => new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    }),
+  };
+}
+
+export interface Result { name: string; rps: number; p50: number; p99: number; non2xx: number }
+
+export async function load(name: string, opts: autocannon.Options, seconds: number): Promise<Result> {
+  await autocannon({ ...opts, connections: 32, duration: 2 }); // warm-up
+  const r = await autocannon({ ...opts, connections: 32, duration: seconds });
+  const res = { name, rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors };
+  if (res.non2xx > 0) throw new Error(`${name}: ${res.non2xx} failed requests`);
+  return res;
+}
+
+export function table(results: Result[], baseline: number): string {
+  return ['| scenario | req/s | p50 ms | p99 ms | ratio to bare |', '|---|---|---|---|---|',
+    ...results.map((r) => `| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${(r.rps / baseline).toFixed(2)} |`)].join('\n');
+}
+
+export function flag(args: string[], name: string, dflt: string): string {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? (args[i + 1] as string) : dflt;
+}
+
+export async function api<T>(url: string, init: { method?: string; token?: string; json?: unknown; form?: Record<string, string>; basic?: [string, string] } = {}): Promise<T> {
+  const headers: Record<string, string> = {};
+  let body: string | undefined;
+  if (init.json !== undefined) { headers['content-type'] = 'application/json'; body = JSON.stringify(init.json); }
+  if (init.form) { headers['content-type'] = 'application/x-www-form-urlencoded'; body = new URLSearchParams(init.form).toString(); }
+  if (init.token) headers.authorization = `Bearer ${init.token}`;
+  if (init.basic) headers.authorization = `Basic ${Buffer.from(`${init.basic[0]}:${init.basic[1]}`).toString('base64')}`;
+  const res = await fetch(url, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body: body ?? null });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${text}`);
+  return (text ? JSON.parse(text) : {}) as T;
+}
