@@ -42,6 +42,19 @@ const ImportResult = Type.Object({
   protectedDeviceIds: Type.Array(Type.String()),
 });
 
+/** The text of the multipart field `file`; a malformed or oversized body is a 4xx, never a 500. */
+async function multipartFileText(req: FastifyRequest): Promise<string> {
+  try {
+    const file = await req.file();
+    if (!file || file.fieldname !== 'file') throw new DomainError('invalid_request', 'Send the ids as a multipart field named "file"');
+    return (await file.toBuffer()).toString('utf8');
+  } catch (err) {
+    if (err instanceof DomainError) throw err;
+    if ((err as { statusCode?: number }).statusCode === 413) throw new DomainError('payload_too_large', 'The import file is larger than 1 MiB; split it');
+    throw new DomainError('invalid_request', `The multipart body is malformed: ${String((err as Error).message).slice(0, 200)}`);
+  }
+}
+
 /** Devices (reference §5-7): identities, fleets, ownership and claim codes. */
 export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceService; claims: ClaimService; products: ProductService; guard: Guard }): void {
   const { devices, products, guard } = deps;
@@ -180,10 +193,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
     const product = await productOf(req);
     let ids: string[];
     if (req.isMultipart()) {
-      const file = await req.file();
-      if (!file || file.fieldname !== 'file') throw new DomainError('invalid_request', 'Send the ids as a multipart field named "file"');
-      const text = (await file.toBuffer()).toString('utf8');
-      ids = parseIdList(text);
+      ids = parseIdList(await multipartFileText(req));
     } else {
       const body = (req.body ?? {}) as Record<string, unknown>;
       if (typeof body.id === 'string' && body.ids === undefined) ids = [body.id];
