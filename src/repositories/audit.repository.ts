@@ -17,9 +17,12 @@ export function createAuditRepository(db: Queryable) {
     /** Inserts events in one statement (the audit service batches them). */
     async insertMany(events: Array<Omit<AuditEvent, 'id'>>, q: Queryable = db): Promise<void> {
       if (events.length === 0) return;
-      const values = events.map((_, i) => `($${i * 6 + 1}, $${i * 6 + 2}, $${i * 6 + 3}, $${i * 6 + 4}, $${i * 6 + 5}, $${i * 6 + 6})`).join(', ');
-      await q.query(`INSERT INTO audit_events (account_kind, account_id, type, ip, details, at) VALUES ${values}`,
-        events.flatMap((e) => [e.accountKind, e.accountId, e.type, e.ip, JSON.stringify(e.details), e.at]));
+      await q.query(
+        `INSERT INTO audit_events (account_kind, account_id, type, ip, details, at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[])`,
+        [events.map((e) => e.accountKind), events.map((e) => e.accountId), events.map((e) => e.type), events.map((e) => e.ip),
+          events.map((e) => JSON.stringify(e.details)), events.map((e) => e.at)],
+      );
     },
     /** Newest first. */
     async list(accountKind: AuditEvent['accountKind'], accountId: string, limit: number, offset: number): Promise<{ events: AuditEvent[]; total: number }> {

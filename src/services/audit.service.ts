@@ -26,8 +26,9 @@ export interface AuditInput {
 }
 
 export function createAuditService(deps: { db: Db; repo: AuditRepository; clock: Clock }) {
-  // Events share a transaction under load, like token inserts (storage/batcher.ts).
-  const batcher = createBatcher<Omit<AuditEvent, 'id'>>((events) => deps.repo.insertMany(events));
+  // Events share a statement under load, like token inserts (storage/batcher.ts). Identical
+  // events of one batch (a back-end minting tokens in a loop) become one row with a `count`.
+  const batcher = createBatcher<Omit<AuditEvent, 'id'>>((events) => deps.repo.insertMany(coalesce(events)));
 
   return {
     record(input: AuditInput): Promise<void> {
@@ -42,6 +43,18 @@ export function createAuditService(deps: { db: Db; repo: AuditRepository; clock:
     },
     list: (kind: AuditEvent['accountKind'], id: string, page: number, perPage: number) => deps.repo.list(kind, id, perPage, (page - 1) * perPage),
   };
+}
+
+/** Folds identical events (same account, type, address and details) into one with `count`. */
+export function coalesce(events: Array<Omit<AuditEvent, 'id'>>): Array<Omit<AuditEvent, 'id'>> {
+  const groups = new Map<string, { event: Omit<AuditEvent, 'id'>; count: number }>();
+  for (const e of events) {
+    const key = JSON.stringify([e.accountKind, e.accountId, e.type, e.ip, e.details]);
+    const g = groups.get(key);
+    if (g) g.count += 1;
+    else groups.set(key, { event: e, count: 1 });
+  }
+  return [...groups.values()].map((g) => (g.count === 1 ? g.event : { ...g.event, details: { ...g.event.details, count: g.count } }));
 }
 
 export type AuditService = ReturnType<typeof createAuditService>;
