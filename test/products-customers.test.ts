@@ -167,3 +167,19 @@ test('customers: simple auth (mobile client), shadow customers (two-legged), and
   assert.equal((await raw(`${server.url}/v1/products/${product.id}?confirm=${product.slug}`, { method: 'DELETE', token: owner.token })).status, 204);
   assert.equal((await raw(`${server.url}/v1/access_tokens/current`, { token: made.body.access_token })).status, 401);
 });
+
+test('a customer logged in through a customers:create client gets a token that reaches its devices', async () => {
+  const api = particle(server.url);
+  const owner = await userToken(api);
+  const product = await newProduct(owner.token);
+  const mobile = (await api.createOAuthClient({ name: 'app', scope: 'customers:create', product: product.id, auth: owner.token })).body.client;
+  const app = particle(server.url, { clientId: mobile.id, clientSecret: mobile.secret });
+  const customerEmail = email('simple');
+  await app.createCustomer({ email: customerEmail, password: 'customer pass', product: product.id });
+  const login = await app.login({ username: customerEmail, password: 'customer pass' });
+  assert.equal(login.body.scope, undefined, 'a full-scope customer token');
+  const devices = await raw(`${server.url}/v1/devices`, { token: login.body.access_token });
+  assert.equal(devices.status, 200, devices.text);
+  const code = await raw(`${server.url}/v1/products/${product.id}/device_claims`, { method: 'POST', token: login.body.access_token, json: {} });
+  assert.equal(code.status, 200, code.text);
+});

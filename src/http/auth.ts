@@ -17,6 +17,8 @@ export interface GuardOptions {
   subjects?: ReadonlyArray<Subject['kind']>;
   /** The scope the route needs (default: full scope). */
   scope?: Scope;
+  /** Any scope will do (describing or revoking the token itself). */
+  anyScope?: boolean;
 }
 
 /**
@@ -27,7 +29,7 @@ export function createGuard(tokens: TokenService) {
   return function guard(options: GuardOptions = {}) {
     return async function requireToken(req: FastifyRequest): Promise<void> {
       const record = await tokens.authenticate(accessTokenOf(req));
-      if (!scopeAllows(record.scope, options.scope ?? null)) {
+      if (!options.anyScope && !scopeAllows(record.scope, options.scope ?? null)) {
         throw new DomainError('insufficient_scope', `This token's scope (${record.scope}) does not allow this request`);
       }
       if (options.subjects && !options.subjects.includes(record.subject.kind)) {

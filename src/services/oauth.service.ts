@@ -63,15 +63,17 @@ export function createOAuthService(deps: {
     if (!p.username || !p.password) throw new DomainError('invalid_client', 'Missing parameters. "username" and "password" are required');
     const requested = parseRequestedScope(p.scope);
     if (requested.customerEmail !== undefined) throw new DomainError('invalid_scope', 'customer= is for the client_credentials grant');
-    const scope = narrowScope(clientScope(client), requested.scope);
 
-    // A product client's password grant logs in one of the product's customers (simple auth).
+    // A product client's password grant logs in one of the product's customers (simple auth,
+    // SPEC.md §5.5). The client's customers:create scope limits the app's own credentials, not
+    // the customer: the customer's token must reach the customer's devices.
     if (client.kind === 'registered' && client.record.owner.kind === 'product') {
       const productId = client.record.owner.id;
       const customer = await deps.customers.verifyPassword(productId, p.username, p.password, ip);
       if (!customer) throw new DomainError('invalid_grant', 'User credentials are invalid');
-      return issueFor({ kind: 'customer', customerId: customer.id, productId }, client, scope, { expiresIn: p.expires_in, expiresAt: p.expires_at }, ip, 'password');
+      return issueFor({ kind: 'customer', customerId: customer.id, productId }, client, narrowScope(null, requested.scope), { expiresIn: p.expires_in, expiresAt: p.expires_at }, ip, 'password');
     }
+    const scope = narrowScope(clientScope(client), requested.scope);
 
     const user = await accounts.verifyPassword(p.username, p.password, ip);
     // A user's own client logs in only its owner; Particle's public clients log in anybody.

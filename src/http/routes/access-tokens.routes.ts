@@ -11,8 +11,9 @@ import { OkBody, errorResponses } from '../schemas.js';
 export function accessTokenRoutes(app: FastifyInstance, deps: { tokens: TokenService; audit: AuditService; guard: Guard }): void {
   const { tokens, audit, guard } = deps;
 
+  // A token of any scope may describe and revoke itself.
   app.get('/v1/access_tokens/current', {
-    preHandler: guard(),
+    preHandler: guard({ anyScope: true }),
     schema: {
       tags: ['access tokens'],
       summary: 'Describe the token of this request',
@@ -34,7 +35,7 @@ export function accessTokenRoutes(app: FastifyInstance, deps: { tokens: TokenSer
   });
 
   app.delete('/v1/access_tokens/current', {
-    preHandler: guard(),
+    preHandler: guard({ anyScope: true }),
     schema: { tags: ['access tokens'], summary: 'Revoke the token of this request (log out)', response: { 200: OkBody, ...errorResponses(400, 401) } },
   }, async (req) => {
     const t = authOf(req);

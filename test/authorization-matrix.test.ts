@@ -1,0 +1,329 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { startTestServer, manualClock, email, type TestServer } from './helpers/server.js';
+import { basic, raw, type RawResponse } from './helpers/http.js';
+import { totpNow } from '../src/domain/totp.js';
+import { CREDENTIALS, MATRIX, matrixOf, renderMatrix, routeKey, type CredentialId, type Outcome, type RouteRule } from './authorization-matrix.table.js';
+
+/*
+ * Walks every route of the API with every kind of credential (test/authorization-matrix.table.ts
+ * holds the expected answers and docs/security.md shows them). Routes whose allowed requests
+ * change what other cells rely on (deletions, revocations, MFA changes) get fixtures of their
+ * own per cell; the other routes share one fixture.
+ */
+
+const clock = manualClock();
+let server: TestServer;
+before(async () => { server = await startTestServer({ clock }); });
+after(async () => { await server.close(); });
+
+const PASSWORD = 'correct horse battery';
+
+interface User { username: string; password: string; token: string }
+
+interface Fixture {
+  owner: User;
+  otherUser: User;
+  member: User;
+  /** A third team member, for DELETE team/:username. */
+  extraMember: { username: string };
+  /** Signed up, not in the team: for POST team. */
+  invitee: { username: string };
+  product: { id: number; slug: string };
+  otherProduct: { id: number; slug: string };
+  /** A client of the owner's account. */
+  userClient: string;
+  /** A product client that no credential depends on, to change and delete. */
+  spareClient: string;
+  customer: { email: string; token: string };
+  otherCustomer: { email: string; token: string };
+  targetCustomer: { email: string };
+  /** A product device claimed by `customer`. */
+  device: string;
+  /** A product device claimed by the owner. */
+  ownerDevice: string;
+  tokens: Record<CredentialId, string | undefined>;
+}
+
+async function call(method: string, path: string, init: { token?: string; json?: unknown; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+  return raw(`${server.url}${path}`, { method, ...init });
+}
+
+async function must(expected: number, r: Promise<RawResponse>, what: string): Promise<RawResponse> {
+  const res = await r;
+  assert.equal(res.status, expected, `fixture: ${what}: ${res.text}`);
+  return res;
+}
+
+async function signUp(prefix: string): Promise<{ username: string; password: string }> {
+  const username = email(prefix);
+  await must(201, call('POST', '/v1/users', { json: { username, password: PASSWORD } }), `sign up ${prefix}`);
+  return { username, password: PASSWORD };
+}
+
+async function login(u: { username: string; password: string }, extra: Record<string, string> = {}): Promise<string> {
+  const r = await must(200, call('POST', '/oauth/token', { form: { grant_type: 'password', username: u.username, password: u.password, client_id: 'particle-cli', client_secret: 'particle-cli', ...extra } }), `login ${u.username}`);
+  return r.json.access_token as string;
+}
+
+async function user(prefix: string): Promise<User> {
+  const u = await signUp(prefix);
+  return { ...u, token: await login(u) };
+}
+
+async function newProduct(token: string, name: string): Promise<{ id: number; slug: string }> {
+  const r = await must(201, call('POST', '/v1/user/products', { token, json: { product: { name, platform_id: 26 } } }), `product ${name}`);
+  return r.json.product as { id: number; slug: string };
+}
+
+async function productClient(token: string, productId: number, body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
+  const r = await must(201, call('POST', `/v1/products/${productId}/clients`, { token, json: body }), 'product client');
+  return r.json.client as { id: string; secret: string };
+}
+
+async function clientToken(c: { id: string; secret: string }): Promise<string> {
+  const r = await must(200, call('POST', '/oauth/token', { headers: { authorization: basic(c.id, c.secret) }, form: { grant_type: 'client_credentials' } }), 'client_credentials');
+  return r.json.access_token as string;
+}
+
+async function newCustomer(productId: number, c: { id: string; secret: string }, prefix: string): Promise<{ email: string; token: string }> {
+  const address = email(prefix);
+  const r = await must(201, call('POST', `/v1/products/${productId}/customers`, { headers: { authorization: basic(c.id, c.secret) }, form: { email: address, password: PASSWORD } }), 'customer');
+  return { email: address, token: r.json.access_token as string };
+}
+
+async function provision(token: string, productId: number): Promise<string> {
+  const r = await must(201, call('POST', '/v1/devices', { token, json: { product_id: productId } }), 'provision');
+  return r.json.id as string;
+}
+
+/**
+ * One world: a product with its owner, a second team member (and a third), two customers (one
+ * owns a device), a full-scope client and a customers:create client; another product of another
+ * user; and dead tokens. The expired token expires when the caller advances the clock.
+ */
+async function buildFixture(): Promise<Fixture> {
+  const [owner, otherUser, member, rival, extraMember, invitee] = await Promise.all([
+    user('owner'), user('other'), user('member'), user('rival'), signUp('extra'), signUp('invitee'),
+  ]);
+  const [product, otherProduct] = await Promise.all([newProduct(owner.token, 'Matrix Fleet'), newProduct(rival.token, 'Rival Fleet')]);
+  await Promise.all([
+    must(201, call('POST', `/v1/products/${product.id}/team`, { token: owner.token, json: { username: member.username } }), 'invite member'),
+    must(201, call('POST', `/v1/products/${product.id}/team`, { token: owner.token, json: { username: extraMember.username } }), 'invite extra member'),
+  ]);
+  const [userClient, backend, app, spare, rivalBackend] = await Promise.all([
+    must(201, call('POST', '/v1/clients', { token: owner.token, json: { name: 'owner tool' } }), 'user client').then((r) => r.json.client.id as string),
+    productClient(owner.token, product.id, { name: 'backend' }),
+    productClient(owner.token, product.id, { name: 'app', scope: 'customers:create' }),
+    productClient(owner.token, product.id, { name: 'spare' }),
+    productClient(rival.token, otherProduct.id, { name: 'rival backend' }),
+  ]);
+  const [productToken, customersCreateToken, otherProductToken, customer, otherCustomer, targetCustomer, device, ownerDevice] = await Promise.all([
+    clientToken(backend), clientToken(app), clientToken(rivalBackend),
+    newCustomer(product.id, app, 'alice'), newCustomer(product.id, app, 'bob'), newCustomer(product.id, app, 'carol'),
+    provision(owner.token, product.id), provision(owner.token, product.id),
+  ]);
+  const code = await must(200, call('POST', `/v1/products/${product.id}/device_claims`, { token: customer.token, json: {} }), 'claim code');
+  await server.skyport.services.claims.redeem(device, code.json.claim_code as string);
+  await must(200, call('POST', '/v1/devices', { token: owner.token, json: { id: ownerDevice } }), 'owner claims by id');
+
+  const [expired, revoked] = await Promise.all([login(owner, { expires_in: '60' }), login(owner)]);
+  await must(200, call('DELETE', '/v1/access_tokens/current', { token: revoked }), 'revoke');
+
+  return {
+    owner, otherUser, member,
+    extraMember: { username: extraMember.username },
+    invitee: { username: invitee.username },
+    product, otherProduct,
+    userClient, spareClient: spare.id,
+    customer, otherCustomer, targetCustomer: { email: targetCustomer.email },
+    device, ownerDevice,
+    tokens: {
+      none: undefined,
+      malformed: '!!!',
+      expired,
+      revoked,
+      owner: owner.token,
+      otherUser: otherUser.token,
+      member: member.token,
+      product: productToken,
+      customer: customer.token,
+      otherCustomer: otherCustomer.token,
+      customersCreate: customersCreateToken,
+      otherProduct: otherProductToken,
+    },
+  };
+}
+
+/** Fixtures made together, then the clock moved on so that their expires_in=60 tokens are dead. */
+async function buildFixtures(n: number): Promise<Fixture[]> {
+  const out = await Promise.all(Array.from({ length: n }, () => buildFixture()));
+  clock.advance(61_000);
+  return out;
+}
+
+/** The user whose password or MFA a body names: the caller if it is a user, else the owner. */
+function userOf(fx: Fixture, cred: CredentialId): User {
+  if (cred === 'otherUser') return fx.otherUser;
+  if (cred === 'member') return fx.member;
+  return fx.owner;
+}
+
+interface CellRequest {
+  path: string;
+  json?: unknown;
+  form?: Record<string, string>;
+  headers?: Record<string, string>;
+}
+
+const enc = encodeURIComponent;
+
+/** Turns MFA on for a user, through the API. */
+async function enableMfa(u: User): Promise<void> {
+  const begun = await must(200, call('GET', '/v1/user/mfa-enable', { token: u.token }), 'mfa begin');
+  await must(200, call('POST', '/v1/user/mfa-enable', { token: u.token, json: { mfa_token: begun.json.mfa_token, otp: totpNow(begun.json.secret as string, clock.now()) } }), 'mfa confirm');
+}
+
+/**
+ * The request of each route: valid in shape (so that validation never answers before the
+ * guard), pointing at the fixture's product, device, client and customer.
+ */
+const REQUESTS: Record<string, (fx: Fixture, cred: CredentialId) => CellRequest | Promise<CellRequest>> = {
+  'GET /healthz': () => ({ path: '/healthz' }),
+  'GET /v1/openapi.json': () => ({ path: '/v1/openapi.json' }),
+  'POST /v1/users': () => ({ path: '/v1/users', json: { username: email('signup'), password: PASSWORD } }),
+  'POST /oauth/token': () => ({ path: '/oauth/token', form: { grant_type: 'client_credentials' } }),
+  'POST /oauth/introspect': (fx) => ({ path: '/oauth/introspect', form: { token: fx.owner.token } }),
+  'POST /oauth/revoke': (fx) => ({ path: '/oauth/revoke', form: { token: fx.owner.token } }),
+
+  'GET /v1/access_tokens/current': () => ({ path: '/v1/access_tokens/current' }),
+  'DELETE /v1/access_tokens/current': () => ({ path: '/v1/access_tokens/current' }),
+  'DELETE /v1/access_tokens': () => ({ path: '/v1/access_tokens' }),
+  'DELETE /v1/access_tokens/{token}': (fx, cred) => ({ path: `/v1/access_tokens/${enc(fx.tokens[cred] ?? '0'.repeat(40))}` }),
+
+  'GET /v1/user': () => ({ path: '/v1/user' }),
+  'PUT /v1/user': () => ({ path: '/v1/user', json: { account_info: { first_name: 'Matrix' } } }),
+  'DELETE /v1/user': (fx, cred) => ({ path: '/v1/user', json: { password: userOf(fx, cred).password } }),
+  'GET /v1/user/mfa-enable': () => ({ path: '/v1/user/mfa-enable' }),
+  'POST /v1/user/mfa-enable': async (fx, cred) => {
+    const u = userOf(fx, cred);
+    const begun = await must(200, call('GET', '/v1/user/mfa-enable', { token: u.token }), 'mfa begin');
+    return { path: '/v1/user/mfa-enable', json: { mfa_token: begun.json.mfa_token, otp: totpNow(begun.json.secret as string, clock.now()) } };
+  },
+  'PUT /v1/user/mfa-disable': async (fx, cred) => {
+    const u = userOf(fx, cred);
+    await enableMfa(u);
+    return { path: '/v1/user/mfa-disable', json: { current_password: u.password } };
+  },
+  'GET /v1/user/security_events': () => ({ path: '/v1/user/security_events' }),
+
+  'GET /v1/clients': () => ({ path: '/v1/clients' }),
+  'POST /v1/clients': () => ({ path: '/v1/clients', json: { name: 'matrix' } }),
+  'PUT /v1/clients/{clientId}': (fx) => ({ path: `/v1/clients/${fx.userClient}`, json: { name: 'renamed' } }),
+  'DELETE /v1/clients/{clientId}': (fx) => ({ path: `/v1/clients/${fx.userClient}` }),
+  'GET /v1/products/{productIdOrSlug}/clients': (fx) => ({ path: `/v1/products/${fx.product.id}/clients` }),
+  'POST /v1/products/{productIdOrSlug}/clients': (fx) => ({ path: `/v1/products/${fx.product.id}/clients`, json: { name: 'matrix' } }),
+  'PUT /v1/products/{productIdOrSlug}/clients/{clientId}': (fx) => ({ path: `/v1/products/${fx.product.id}/clients/${fx.spareClient}`, json: { name: 'renamed' } }),
+  'DELETE /v1/products/{productIdOrSlug}/clients/{clientId}': (fx) => ({ path: `/v1/products/${fx.product.id}/clients/${fx.spareClient}` }),
+
+  'POST /v1/user/products': () => ({ path: '/v1/user/products', json: { product: { name: 'Another Fleet', platform_id: 26 } } }),
+  'GET /v1/user/products': () => ({ path: '/v1/user/products' }),
+  'GET /v1/products': () => ({ path: '/v1/products' }),
+  'GET /v1/products/{productIdOrSlug}': (fx) => ({ path: `/v1/products/${fx.product.slug}` }),
+  'PUT /v1/products/{productIdOrSlug}': (fx) => ({ path: `/v1/products/${fx.product.id}`, json: { description: 'changed' } }),
+  'DELETE /v1/products/{productIdOrSlug}': (fx) => ({ path: `/v1/products/${fx.product.id}?confirm=${fx.product.slug}` }),
+  'GET /v1/products/{productIdOrSlug}/team': (fx) => ({ path: `/v1/products/${fx.product.id}/team` }),
+  'POST /v1/products/{productIdOrSlug}/team': (fx) => ({ path: `/v1/products/${fx.product.id}/team`, json: { username: fx.invitee.username } }),
+  'DELETE /v1/products/{productIdOrSlug}/team/{username}': (fx) => ({ path: `/v1/products/${fx.product.id}/team/${enc(fx.extraMember.username)}` }),
+
+  'POST /v1/products/{productIdOrSlug}/customers': (fx) => ({ path: `/v1/products/${fx.product.id}/customers`, form: { email: email('newcust'), password: PASSWORD } }),
+  'GET /v1/products/{productIdOrSlug}/customers': (fx) => ({ path: `/v1/products/${fx.product.id}/customers` }),
+  'PUT /v1/products/{productIdOrSlug}/customers/{email}': (fx) => ({ path: `/v1/products/${fx.product.id}/customers/${enc(fx.targetCustomer.email)}`, json: { password: 'a new password' } }),
+  'DELETE /v1/products/{productIdOrSlug}/customers/{email}': (fx) => ({ path: `/v1/products/${fx.product.id}/customers/${enc(fx.targetCustomer.email)}` }),
+
+  'POST /v1/devices': (fx) => ({ path: '/v1/devices', json: { product_id: fx.product.id } }),
+  'GET /v1/devices': () => ({ path: '/v1/devices' }),
+  'GET /v1/devices/{deviceId}': (fx) => ({ path: `/v1/devices/${fx.device}` }),
+  'PUT /v1/devices/{deviceId}': (fx) => ({ path: `/v1/devices/${fx.device}`, json: { notes: 'seen by the matrix' } }),
+  'DELETE /v1/devices/{deviceId}': (fx) => ({ path: `/v1/devices/${fx.device}` }),
+  'POST /v1/device_claims': () => ({ path: '/v1/device_claims', json: {} }),
+  'POST /v1/products/{productIdOrSlug}/device_claims': (fx) => ({ path: `/v1/products/${fx.product.id}/device_claims`, json: {} }),
+  'GET /v1/products/{productIdOrSlug}/devices': (fx) => ({ path: `/v1/products/${fx.product.id}/devices` }),
+  'POST /v1/products/{productIdOrSlug}/devices': (fx) => ({ path: `/v1/products/${fx.product.id}/devices`, json: { id: fx.device } }),
+  'POST /v1/products/{productIdOrSlug}/device_identities': (fx) => ({ path: `/v1/products/${fx.product.id}/device_identities`, json: { quantity: 1 } }),
+  'GET /v1/products/{productIdOrSlug}/devices/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}` }),
+  'PUT /v1/products/{productIdOrSlug}/devices/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}`, json: { notes: 'seen by the matrix' } }),
+  'DELETE /v1/products/{productIdOrSlug}/devices/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}` }),
+  'DELETE /v1/products/{productIdOrSlug}/devices/{deviceId}/owner': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}/owner` }),
+};
+
+/** Credentials that have no business seeing the fixture's product, devices or people. */
+const OUTSIDERS: ReadonlySet<CredentialId> = new Set(['none', 'malformed', 'expired', 'revoked', 'otherUser', 'otherCustomer', 'customersCreate', 'otherProduct']);
+
+async function fire(rule: RouteRule, fx: Fixture, cred: CredentialId): Promise<RawResponse> {
+  const req = await REQUESTS[routeKey(rule)]!(fx, cred);
+  const headers: Record<string, string> = { ...req.headers };
+  const token = fx.tokens[cred];
+  if (rule.place !== 'path' && token !== undefined) headers.authorization = `Bearer ${token}`;
+  return call(rule.method, req.path, { headers, ...(req.json === undefined ? {} : { json: req.json }), ...(req.form === undefined ? {} : { form: req.form }) });
+}
+
+/** Checks one cell; answers a line describing the mismatch, or undefined. */
+function judge(rule: RouteRule, fx: Fixture, cred: CredentialId, res: RawResponse): string | undefined {
+  const want: Outcome = rule.expect[cred];
+  const ok = want === 'ok' ? res.status >= 200 && res.status < 300 : res.status === want;
+  if (!ok) return `${cred}: expected ${want === 'ok' ? '2xx' : want}, got ${res.status} ${res.text.slice(0, 200)}`;
+  if (res.status < 300 && OUTSIDERS.has(cred)) {
+    // An allowed answer to an outsider must not name what belongs to the product.
+    const secrets = [fx.device, fx.ownerDevice, fx.product.slug, fx.customer.email, fx.targetCustomer.email, fx.owner.username, fx.member.username];
+    if (cred !== 'otherCustomer') secrets.push(fx.otherCustomer.email);
+    const leaked = secrets.filter((s) => res.text.includes(s));
+    if (leaked.length > 0) return `${cred}: a ${res.status} answer names ${leaked.join(', ')}`;
+  }
+  return undefined;
+}
+
+let shared: Fixture;
+
+test('the matrix covers every route of the API, and only those', async () => {
+  const r = await call('GET', '/v1/openapi.json');
+  assert.equal(r.status, 200);
+  const documented = new Set<string>();
+  for (const [path, item] of Object.entries(r.json.paths as Record<string, Record<string, unknown>>)) {
+    for (const method of Object.keys(item)) {
+      if (['get', 'put', 'post', 'delete', 'patch', 'options', 'head'].includes(method)) documented.add(`${method.toUpperCase()} ${path}`);
+    }
+  }
+  const table = new Set(MATRIX.filter((m) => !m.undocumented).map(routeKey));
+  const missing = [...documented].filter((k) => !table.has(k));
+  const stale = [...table].filter((k) => !documented.has(k));
+  assert.deepEqual(missing, [], `routes of the app missing from test/authorization-matrix.table.ts: ${missing.join(', ')}`);
+  assert.deepEqual(stale, [], `routes in the matrix that the app does not have: ${stale.join(', ')}`);
+  assert.equal(new Set(MATRIX.map(routeKey)).size, MATRIX.length, 'each route once');
+  assert.deepEqual(Object.keys(REQUESTS).sort(), MATRIX.map(routeKey).sort(), 'a request for every route of the matrix');
+  for (const m of MATRIX) assert.deepEqual(Object.keys(m.expect).sort(), CREDENTIALS.map((c) => c.id).sort(), routeKey(m));
+});
+
+test('docs/security.md shows the matrix as `npm run docs:matrix` writes it', () => {
+  const doc = readFileSync(new URL('../docs/security.md', import.meta.url), 'utf8');
+  assert.match(doc, /^## Authorization matrix$/m);
+  assert.equal(matrixOf(doc), renderMatrix(), 'docs/security.md is out of date: run npm run docs:matrix');
+});
+
+test('every route × credential answers as the matrix says', async (t) => {
+  shared = (await buildFixtures(1))[0] as Fixture;
+  for (const rule of MATRIX) {
+    await t.test(routeKey(rule), async () => {
+      const fixtures = rule.destructive ? await buildFixtures(CREDENTIALS.length) : CREDENTIALS.map(() => shared);
+      // Cells of a shared fixture change nothing others rely on, and cells of a destructive
+      // route each have their own: either way they are independent and may run together.
+      const problems = await Promise.all(CREDENTIALS.map(async (c, i) => {
+        const fx = fixtures[i] as Fixture;
+        return judge(rule, fx, c.id, await fire(rule, fx, c.id));
+      }));
+      const found = problems.filter((p) => p !== undefined);
+      assert.deepEqual(found, [], `${routeKey(rule)}:\n  ${found.join('\n  ')}`);
+    });
+  }
+});
