@@ -120,9 +120,10 @@ export function createDevicesRepository(db: Queryable) {
 
     /**
      * One page of a product's fleet. The total comes from the product's counter when nothing
-     * filters the list, so that a page costs the same for 1,000 devices as for 100,000.
+     * filters the list (`fleetSize`, read with the product), so that a page costs the same for
+     * 1,000 devices as for 100,000.
      */
-    async listByProduct(productId: number, f: FleetQuery): Promise<{ devices: DeviceRecord[]; total: number }> {
+    async listByProduct(productId: number, f: FleetQuery, fleetSize?: number): Promise<{ devices: DeviceRecord[]; total: number }> {
       const where = ['product_id = $1'];
       const params: unknown[] = [productId];
       // Ids are lower-case hex, so a prefix is a range that the (product_id, id) index serves in
@@ -135,7 +136,9 @@ export function createDevicesRepository(db: Queryable) {
       const order = f.sort === 'id' ? `id ${f.descending ? 'DESC' : 'ASC'}` : `${f.sort} ${f.descending ? 'DESC' : 'ASC'} NULLS LAST, id`;
       const rows = await db.query<Row>(`SELECT * FROM devices WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${f.limit} OFFSET ${f.offset}`, params);
       let total: number;
-      if (params.length === 1) {
+      if (params.length === 1 && fleetSize !== undefined) {
+        total = fleetSize;
+      } else if (params.length === 1) {
         const c = await db.query<{ device_count: number }>('SELECT device_count FROM products WHERE id = $1', [productId]);
         total = Number(c[0]?.device_count ?? 0);
       } else {

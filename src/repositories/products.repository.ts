@@ -9,6 +9,8 @@ export interface ProductRecord {
   createdBy: string;
   createdAt: Date;
   updatedAt: Date;
+  /** Devices in the fleet, kept by the devices repository in the same transactions. */
+  deviceCount: number;
 }
 
 export interface MemberRecord {
@@ -19,17 +21,17 @@ export interface MemberRecord {
   addedAt: Date;
 }
 
-interface Row { id: number | string; slug: string; name: string; description: string; platform_id: number; created_by: string; created_at: Date; updated_at: Date }
+interface Row { id: number | string; slug: string; name: string; description: string; platform_id: number; created_by: string; created_at: Date; updated_at: Date; device_count: number | null }
 
 const toProduct = (r: Row): ProductRecord => ({
   id: Number(r.id), slug: r.slug, name: r.name, description: r.description, platformId: Number(r.platform_id),
-  createdBy: r.created_by, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at),
+  createdBy: r.created_by, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at), deviceCount: Number(r.device_count ?? 0),
 });
 
 export function createProductsRepository(db: Queryable) {
   return {
     /** Inserts a product and its first member; undefined when the slug is taken. */
-    async insert(p: Omit<ProductRecord, 'id'>, q: Queryable = db): Promise<ProductRecord | undefined> {
+    async insert(p: Omit<ProductRecord, 'id' | 'deviceCount'>, q: Queryable = db): Promise<ProductRecord | undefined> {
       const rows = await q.query<Row>(
         `INSERT INTO products (slug, name, description, platform_id, created_by, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (slug) DO NOTHING RETURNING *`,
@@ -42,6 +44,15 @@ export function createProductsRepository(db: Queryable) {
         ? await q.query<Row>('SELECT * FROM products WHERE id = $1', [idOrSlug.id])
         : await q.query<Row>('SELECT * FROM products WHERE slug = $1', [idOrSlug.slug]);
       return rows[0] && toProduct(rows[0]);
+    },
+    /** A product and whether the user is in its team, in one query (every console request asks). */
+    async findForUser(idOrSlug: { id?: number; slug?: string }, userId: string): Promise<{ product: ProductRecord; member: boolean } | undefined> {
+      const byId = idOrSlug.id !== undefined;
+      const rows = await db.query<Row & { member: boolean }>(
+        `SELECT p.*, EXISTS (SELECT 1 FROM product_members m WHERE m.product_id = p.id AND m.user_id = $2) AS member
+         FROM products p WHERE ${byId ? 'p.id = $1' : 'p.slug = $1'}`,
+        [byId ? idOrSlug.id : idOrSlug.slug, userId]);
+      return rows[0] && { product: toProduct(rows[0]), member: rows[0].member };
     },
     async listForUser(userId: string): Promise<ProductRecord[]> {
       const rows = await db.query<Row>('SELECT p.* FROM products p JOIN product_members m ON m.product_id = p.id WHERE m.user_id = $1 ORDER BY p.id', [userId]);

@@ -255,7 +255,7 @@ export function createDeviceService(deps: {
       const { devices, total } = await repo.listByProduct(product.id, {
         idPrefix: q.deviceId, name: q.deviceName, sort: sortColumnOf(q.sortAttr), descending: q.sortDir === 'desc',
         limit: q.perPage, offset: (q.page - 1) * q.perPage,
-      });
+      }, product.deviceCount);
       const shown = await views(devices);
       const customerIds = [...new Set(devices.flatMap((d) => (d.owner?.kind === 'customer' ? [d.owner.id] : [])))];
       const customers = (await deps.customers.findByIds(customerIds)).map((c) => ({ id: c.id, username: c.email }));

@@ -79,11 +79,15 @@ export function createProductService(deps: {
 
   /** The product a token may manage, or permission_denied. */
   async function access(auth: AccessTokenRecord, idOrSlug: string): Promise<ProductRecord> {
-    const product = await lookup(idOrSlug);
-    if (!product) throw denied();
     const s = auth.subject;
-    if (s.kind === 'product' && s.productId === String(product.id)) return product;
-    if (s.kind === 'user' && (await repo.isMember(product.id, s.userId))) return product;
+    if (s.kind === 'user') {
+      if (idOrSlug.length > 100) throw denied();
+      const found = await repo.findForUser(isProductId(idOrSlug) ? { id: Number(idOrSlug) } : { slug: idOrSlug.toLowerCase() }, s.userId);
+      if (found?.member) return found.product;
+      throw denied();
+    }
+    const product = await lookup(idOrSlug);
+    if (product && s.kind === 'product' && s.productId === String(product.id)) return product;
     throw denied();
   }
 
