@@ -1,8 +1,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, email, manualClock, type TestServer } from './helpers/server.js';
+import { startTestServer, manualClock, type TestServer } from './helpers/server.js';
 import { particle } from './helpers/particle.js';
 import { raw } from './helpers/http.js';
+import { PASSWORD, signUp } from './helpers/fixtures.js';
 
 // Access tokens on resource routes and /v1/access_tokens (reference §2).
 
@@ -11,16 +12,9 @@ let server: TestServer;
 before(async () => { server = await startTestServer({ clock }); });
 after(async () => { await server.close(); });
 
-const PASSWORD = 'correct horse';
 const ONLY_ONE = 'Only one method may be used to authenticate at a time (Auth header, GET or POST).';
 
-async function account() {
-  const api = particle(server.url, { tokenDuration: 3600 });
-  const username = email();
-  await api.createUser({ username, password: PASSWORD });
-  const newToken = async () => (await api.login({ username, password: PASSWORD })).body.access_token as string;
-  return { api, username, token: await newToken(), newToken };
-}
+const account = () => signUp(server.url, { client: { tokenDuration: 3600 } });
 
 const me = (token: string) => raw(`${server.url}/v1/user`, { token });
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, email, type TestServer } from './helpers/server.js';
 import { particle } from './helpers/particle.js';
 import { raw } from './helpers/http.js';
+import { PASSWORD, rejection, signUp } from './helpers/fixtures.js';
 
 // Accounts end to end: sign-up, the profile, PUT /v1/user, deletion, closed sign-up (reference §10).
 
@@ -10,22 +11,7 @@ let server: TestServer;
 before(async () => { server = await startTestServer(); });
 after(async () => { await server.close(); });
 
-const PASSWORD = 'correct horse';
-
-interface ApiError { statusCode: number; body: Record<string, unknown> }
-
-/** The rejection of a particle-api-js call, which must fail. */
-async function rejection(p: Promise<unknown>): Promise<ApiError> {
-  return p.then(() => assert.fail('expected the request to fail'), (e: ApiError) => e);
-}
-
-async function account(password = PASSWORD) {
-  const api = particle(server.url);
-  const username = email();
-  await api.createUser({ username, password });
-  const token = (await api.login({ username, password })).body.access_token as string;
-  return { api, username, token };
-}
+const account = (password = PASSWORD) => signUp(server.url, { password });
 
 const login = (username: string, password: string) => raw(`${server.url}/oauth/token`, {
   method: 'POST',

@@ -1,8 +1,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, email, type TestServer } from './helpers/server.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
 import { particle } from './helpers/particle.js';
 import { raw } from './helpers/http.js';
+import { PASSWORD, rejection, signUp } from './helpers/fixtures.js';
 
 // A user's OAuth clients through particle-api-js (reference §3).
 
@@ -10,21 +11,7 @@ let server: TestServer;
 before(async () => { server = await startTestServer(); });
 after(async () => { await server.close(); });
 
-const PASSWORD = 'correct horse';
-
-interface ApiError { statusCode: number; body: Record<string, unknown> }
-
-async function rejection(p: Promise<unknown>): Promise<ApiError> {
-  return p.then(() => assert.fail('expected the request to fail'), (e: ApiError) => e);
-}
-
-async function account() {
-  const api = particle(server.url);
-  const username = email();
-  await api.createUser({ username, password: PASSWORD });
-  const token = (await api.login({ username, password: PASSWORD })).body.access_token as string;
-  return { api, username, token };
-}
+const account = () => signUp(server.url);
 
 const clientCredentials = (id: string, secret: string) => raw(`${server.url}/oauth/token`, {
   method: 'POST',

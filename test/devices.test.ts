@@ -6,18 +6,15 @@ import { join } from 'node:path';
 import { startTestServer, email, type TestServer } from './helpers/server.js';
 import { particle } from './helpers/particle.js';
 import { basic, raw } from './helpers/http.js';
+import { newProduct, signUp } from './helpers/fixtures.js';
 
 let server: TestServer;
 before(async () => { server = await startTestServer(); });
 after(async () => { await server.close(); });
 
 async function team() {
-  const api = particle(server.url);
-  const username = email();
-  await api.createUser({ username, password: 'correct horse' });
-  const token = (await api.login({ username, password: 'correct horse' })).body.access_token as string;
-  const product = (await raw(`${server.url}/v1/user/products`, { method: 'POST', token, json: { product: { name: 'Fleet', platform_id: 26 } } })).json.product as { id: number; slug: string };
-  return { api, username, token, product };
+  const account = await signUp(server.url);
+  return { ...account, product: await newProduct(server.url, account.token, 'Fleet') };
 }
 
 test('provision with particle-api-js; the secret is shown once; device records carry the reference fields', async () => {

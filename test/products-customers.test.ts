@@ -3,21 +3,14 @@ import assert from 'node:assert/strict';
 import { startTestServer, email, type TestServer } from './helpers/server.js';
 import { particle } from './helpers/particle.js';
 import { basic, raw } from './helpers/http.js';
+import { newProduct as createProduct, signUp } from './helpers/fixtures.js';
 
 let server: TestServer;
 before(async () => { server = await startTestServer(); });
 after(async () => { await server.close(); });
 
-async function userToken(api: ReturnType<typeof particle>, username = email()) {
-  await api.createUser({ username, password: 'correct horse' });
-  return { username, token: (await api.login({ username, password: 'correct horse' })).body.access_token as string };
-}
-
-async function newProduct(token: string, name = 'Tracker Fleet') {
-  const r = await raw(`${server.url}/v1/user/products`, { method: 'POST', token, json: { product: { name, description: 'trackers', platform_id: 26 } } });
-  assert.equal(r.status, 201, r.text);
-  return r.json.product as { id: number; slug: string };
-}
+const userToken = (_api?: unknown) => signUp(server.url);
+const newProduct = (token: string, name?: string) => createProduct(server.url, token, name);
 
 test('products: create as particle-cli sends it, list, read by id and by slug', async () => {
   const api = particle(server.url);
