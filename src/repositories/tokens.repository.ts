@@ -1,6 +1,6 @@
 import type { Queryable, Db } from '../storage/db.js';
 import type { Scope } from '../domain/scopes.js';
-import { createBatcher } from '../storage/batcher.js';
+import { createBatcher, flushesFor } from '../storage/batcher.js';
 
 /** Whom a token acts for. Customer tokens also carry their product. */
 export type Subject =
@@ -96,7 +96,7 @@ export function createTokensRepository(db: Db) {
         );
       }
     });
-  });
+  }, { inFlight: flushesFor(db.kind) });
 
   return {
     insert(access: AccessTokenRecord, refresh?: RefreshTokenRecord): Promise<void> {

@@ -1,7 +1,7 @@
 import type { AuditEvent, AuditRepository } from '../repositories/audit.repository.js';
 import type { Clock } from '../platform/clock.js';
 import type { Db } from '../storage/db.js';
-import { createBatcher } from '../storage/batcher.js';
+import { createBatcher, flushesFor } from '../storage/batcher.js';
 
 /**
  * The security audit log: sign-ups, logins and failed logins, tokens created and revoked,
@@ -28,7 +28,7 @@ export interface AuditInput {
 export function createAuditService(deps: { db: Db; repo: AuditRepository; clock: Clock }) {
   // Events share a statement under load, like token inserts (storage/batcher.ts). Identical
   // events of one batch (a back-end minting tokens in a loop) become one row with a `count`.
-  const batcher = createBatcher<Omit<AuditEvent, 'id'>>((events) => deps.repo.insertMany(coalesce(events)));
+  const batcher = createBatcher<Omit<AuditEvent, 'id'>>((events) => deps.repo.insertMany(coalesce(events)), { inFlight: flushesFor(deps.db.kind) });
 
   return {
     record(input: AuditInput): Promise<void> {

@@ -35,6 +35,10 @@ export interface IssueRequest {
 export function createTokenService(deps: { repo: TokensRepository; secrets: Secrets; clock: Clock; settings: Settings }) {
   const { repo, secrets, clock, settings } = deps;
   const cache = new TtlCache<AccessTokenRecord>(clock, settings.tokenCacheSeconds * 1000);
+  // Tokens that are not in storage, remembered briefly so that a flood of made-up tokens does
+  // not turn into a flood of storage reads. Safe: a token is random, so nobody can present it
+  // before it is issued, and a revoked one stays revoked.
+  const unknown = new TtlCache<true>(clock, 10_000, 10_000);
 
   async function issue(req: IssueRequest): Promise<TokenResponse> {
     const now = clock.now();
@@ -77,8 +81,12 @@ export function createTokenService(deps: { repo: TokensRepository; secrets: Secr
     const hash = secrets.sha256(token);
     let record = cache.get(hash);
     if (!record) {
+      if (unknown.get(hash)) throw invalid();
       record = await repo.findAccess(hash);
-      if (!record) throw invalid();
+      if (!record) {
+        unknown.set(hash, true);
+        throw invalid();
+      }
       cache.set(hash, record);
     }
     if (record.expiresAt !== null && record.expiresAt.getTime() <= clock.now().getTime()) {
