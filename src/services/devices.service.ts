@@ -256,10 +256,10 @@ export function createDeviceService(deps: {
         idPrefix: q.deviceId, name: q.deviceName, sort: sortColumnOf(q.sortAttr), descending: q.sortDir === 'desc',
         limit: q.perPage, offset: (q.page - 1) * q.perPage,
       }, product.deviceCount);
-      const shown = await views(devices);
-      const customerIds = [...new Set(devices.flatMap((d) => (d.owner?.kind === 'customer' ? [d.owner.id] : [])))];
-      const customers = (await deps.customers.findByIds(customerIds)).map((c) => ({ id: c.id, username: c.email }));
-      return { devices: shown, customers, meta: { page: q.page, per_page: q.perPage, total, total_pages: Math.ceil(total / q.perPage) } };
+      // One look-up of the page's owners serves both the devices and the `customers` list.
+      const names = await ownerNames(devices);
+      const customers = [...names].flatMap(([key, username]) => (key.startsWith('customer:') ? [{ id: key.slice('customer:'.length), username }] : []));
+      return { devices: devices.map((d) => view(d, names)), customers, meta: { page: q.page, per_page: q.perPage, total, total_pages: Math.ceil(total / q.perPage) } };
     },
 
     /** GET /v1/devices: the caller's own devices (a product token: its fleet's first 1,000). */
