@@ -32,6 +32,11 @@ export function parseIdList(text: string): string[] {
   return ids;
 }
 
+/** The device is someone else's; particle-cli looks for this text in `error` or `errors[0]`. */
+export function claimedByOther(): DomainError {
+  return new DomainError('device_claimed_by_other', 'That belongs to someone else.', { details: { errors: ['That belongs to someone else.'] } });
+}
+
 /** Sort keys of the fleet list (reference §7, sortAttr). */
 export const SORT_ATTRS = { id: 'id', name: 'name', lastHeard: 'last_heard', last_heard: 'last_heard', firmwareVersion: 'firmware_version', platformId: 'platform_id' } as const;
 export type SortColumn = (typeof SORT_ATTRS)[keyof typeof SORT_ATTRS];

@@ -18,7 +18,7 @@ import type { ClaimService } from '../services/claims.service.js';
 import multipart from '@fastify/multipart';
 import { deviceRoutes } from './routes/devices.routes.js';
 import { createGuard } from './auth.js';
-import { frameworkError, installErrorHandling } from './error-handler.js';
+import { frameworkError, installErrorHandling, stampRequestId } from './error-handler.js';
 import { loggerOptions } from './logging.js';
 import { ErrorBody } from './schemas.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
@@ -88,10 +88,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   installErrorHandling(app);
   app.decorateRequest('auth', null);
 
-  app.addHook('onRequest', async (req, reply) => {
-    if (req.id.length > 64 || !/^[\w.-]+$/.test(req.id)) req.id = randomUUID();
-    reply.header('x-request-id', req.id);
-  });
+  app.addHook('onRequest', async (req, reply) => stampRequestId(req, reply));
   // PostgreSQL text cannot hold NUL, and jsonb refuses a lone UTF-16 surrogate (\ud800); refuse
   // both at the edge instead of failing in storage.
   app.addHook('preValidation', async (req) => {

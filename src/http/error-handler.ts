@@ -34,11 +34,19 @@ export function frameworkError(err: FastifyError, req: FastifyRequest, reply: Fa
     : err.code === 'FST_ERR_BAD_URL'
       ? new DomainError('invalid_request', 'The URL path is not valid percent-encoding')
       : toDomainError(err, req);
-  // The onRequest hooks do not run for these; keep their rule for a caller's request id.
-  if (req.id.length > 64 || !/^[\w.-]+$/.test(req.id)) req.id = randomUUID();
-  reply.header('x-request-id', req.id);
+  // The onRequest hooks do not run for these.
+  stampRequestId(req, reply);
   req.log.info({ code: e.code, status: e.status }, e.message);
   return sendError(reply, e, req.id);
+}
+
+/**
+ * Keeps a caller's `x-request-id` when it is sane (so logs can be joined across services),
+ * replaces it otherwise, and echoes it on the answer.
+ */
+export function stampRequestId(req: FastifyRequest, reply: FastifyReply): void {
+  if (req.id.length > 64 || !/^[\w.-]+$/.test(req.id)) req.id = randomUUID();
+  reply.header('x-request-id', req.id);
 }
 
 export function sendError(reply: FastifyReply, e: DomainError, requestId: string): FastifyReply {

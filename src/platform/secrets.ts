@@ -18,7 +18,12 @@ export interface Secrets {
   /** Constant-time equality of two hex digests. */
   sameDigest(a: string, b: string): boolean;
   hashPassword(password: string): Promise<string>;
-  verifyPassword(hash: string, password: string): Promise<boolean>;
+  /**
+   * Whether `password` matches `hash`. With no hash (an unknown account, a customer without a
+   * password) it is false, after the same argon2 work, so that timing does not tell which
+   * accounts exist.
+   */
+  verifyPassword(hash: string | null, password: string): Promise<boolean>;
 }
 
 /** argon2id parameters: OWASP's second recommended set (19 MiB, 2 passes, 1 lane). */
@@ -27,6 +32,7 @@ const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
 export function createSecrets(options: { fastPasswordHashing?: boolean } = {}): Secrets {
   // Test suites may lower the argon2 cost; production never sets this.
   const params = options.fastPasswordHashing ? { memoryCost: 1024, timeCost: 1, parallelism: 1 } : ARGON2;
+  let dummyHash: Promise<string> | undefined;
   return {
     token: (bytes = 20) => randomBytes(bytes).toString('hex'),
     digits(n) {
@@ -42,8 +48,9 @@ export function createSecrets(options: { fastPasswordHashing?: boolean } = {}): 
     },
     hashPassword: (password) => argon2Hash(password, { ...params, algorithm: 2 }),
     async verifyPassword(hash, password) {
+      const against = hash ?? (await (dummyHash ??= argon2Hash(randomBytes(20).toString('hex'), { ...params, algorithm: 2 })));
       try {
-        return await argon2Verify(hash, password);
+        return (await argon2Verify(against, password)) && hash !== null;
       } catch {
         return false;
       }

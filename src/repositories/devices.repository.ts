@@ -185,8 +185,6 @@ export function createDevicesRepository(db: Queryable) {
       return rows[0] && toDevice(rows[0]);
     },
 
-    countOwnedBy: async (owner: DeviceOwner): Promise<number> =>
-      Number((await db.query<{ n: number | string }>('SELECT count(*) AS n FROM devices WHERE owner_kind = $1 AND owner_id = $2', [owner.kind, owner.id]))[0]?.n ?? 0),
   };
 }
 

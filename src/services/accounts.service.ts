@@ -46,7 +46,6 @@ export function createAccountService(deps: {
   releaseOwned(userId: string): Promise<void>;
 }) {
   const { users, secrets, clock, limiter, audit } = deps;
-  let dummyHash: Promise<string> | undefined;
 
   async function create(input: { username?: unknown; password?: unknown; account_info?: unknown }, ip: string | null): Promise<UserRecord> {
     const username = validateEmail(input.username);
@@ -76,9 +75,7 @@ export function createAccountService(deps: {
     const key = `user:${username.toLowerCase()}`;
     limiter.check(key, ip);
     const user = username.length <= 254 ? await users.findByUsername(username) : undefined;
-    const ok = user
-      ? await secrets.verifyPassword(user.passwordHash, password)
-      : await secrets.verifyPassword(await (dummyHash ??= secrets.hashPassword(secrets.token())), password).then(() => false);
+    const ok = await secrets.verifyPassword(user?.passwordHash ?? null, password);
     if (!user || !ok) {
       limiter.fail(key, ip);
       if (user) await audit.record({ account: { kind: 'user', id: user.id }, type: 'user.login_failed', ip });
@@ -187,7 +184,6 @@ export function createAccountService(deps: {
       await audit.record({ account: { kind: 'user', id: userId }, type: 'user.deleted', ip, details: { username: user.username } });
     },
 
-    findById: (id: string) => users.findById(id),
   };
 }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DomainError } from '../domain/errors.js';
+import { claimedByOther } from '../domain/devices.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { Db } from '../storage/db.js';
@@ -53,7 +54,7 @@ export function createClaimService(deps: {
         const [device] = await deps.devices.findManyForUpdate([deviceId.toLowerCase()], tx);
         if (!device) throw new DomainError('not_found', 'device not found');
         if (device.owner && (device.owner.kind !== claim.owner.kind || device.owner.id !== claim.owner.id)) {
-          throw new DomainError('device_claimed_by_other', 'That belongs to someone else.', { details: { errors: ['That belongs to someone else.'] } });
+          throw claimedByOther();
         }
         if (claim.productId !== null && device.productId !== claim.productId) {
           const product = device.productId === null ? await deps.products.find({ id: claim.productId }, tx) : undefined;

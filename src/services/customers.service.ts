@@ -3,6 +3,7 @@ import { DomainError } from '../domain/errors.js';
 import { validateEmail, validateNewPassword } from '../domain/accounts.js';
 import type { FailureLimiter } from '../domain/failure-limiter.js';
 import { resolveLifetime } from '../domain/token-lifetime.js';
+import { pageMeta } from '../domain/paging.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { Settings } from '../config/settings.js';
@@ -40,7 +41,6 @@ export function createCustomerService(deps: {
   settings: Settings;
 }) {
   const { repo, tokens, audit, secrets, clock, limiter } = deps;
-  let dummyHash: Promise<string> | undefined;
 
   const subjectOf = (c: CustomerRecord) => ({ kind: 'customer' as const, customerId: c.id, productId: String(c.productId) });
 
@@ -61,9 +61,7 @@ export function createCustomerService(deps: {
       limiter.check(key, ip);
       const c = /^\d+$/.test(productId) && email.length <= 254 ? await repo.findByEmail(Number(productId), email) : undefined;
       // Shadow customers have no password and can never log in with one.
-      const ok = c && c.passwordHash !== null
-        ? await secrets.verifyPassword(c.passwordHash, password)
-        : await secrets.verifyPassword(await (dummyHash ??= secrets.hashPassword(secrets.token())), password).then(() => false);
+      const ok = await secrets.verifyPassword(c?.passwordHash ?? null, password);
       if (!c || !ok) {
         limiter.fail(key, ip);
         if (c) await audit.record({ account: { kind: 'customer', id: c.id }, type: 'customer.login_failed', ip });
@@ -110,7 +108,7 @@ export function createCustomerService(deps: {
       const owned = await deps.devices.idsByOwners('customer', customers.map((c) => c.id));
       return {
         customers: customers.map((c) => ({ id: c.id, username: c.email, shadow: c.passwordHash === null, created_at: c.createdAt.toISOString(), devices: owned.get(c.id) ?? [] })),
-        meta: { page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) },
+        meta: pageMeta(page, perPage, total),
       };
     },
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DomainError } from '../domain/errors.js';
-import { MAX_BULK_PROVISION, isDeviceId, sortColumnOf, validateDeviceName, validateNotes } from '../domain/devices.js';
+import { MAX_BULK_PROVISION, claimedByOther, isDeviceId, sortColumnOf, validateDeviceName, validateNotes } from '../domain/devices.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { Db } from '../storage/db.js';
@@ -11,6 +11,7 @@ import type { UsersRepository } from '../repositories/users.repository.js';
 import type { AccessTokenRecord } from '../repositories/tokens.repository.js';
 import type { AuditService } from './audit.service.js';
 import { accountOf } from './audit-account.js';
+import { pageMeta } from '../domain/paging.js';
 
 /** A device as the API shows it (reference §6): real values where the cloud knows them, null where not. */
 export interface DeviceView {
@@ -259,7 +260,7 @@ export function createDeviceService(deps: {
       // One look-up of the page's owners serves both the devices and the `customers` list.
       const names = await ownerNames(devices);
       const customers = [...names].flatMap(([key, username]) => (key.startsWith('customer:') ? [{ id: key.slice('customer:'.length), username }] : []));
-      return { devices: devices.map((d) => view(d, names)), customers, meta: { page: q.page, per_page: q.perPage, total, total_pages: Math.ceil(total / q.perPage) } };
+      return { devices: devices.map((d) => view(d, names)), customers, meta: pageMeta(q.page, q.perPage, total) };
     },
 
     /** GET /v1/devices: the caller's own devices (a product token: its fleet's first 1,000). */
@@ -331,10 +332,10 @@ export function createDeviceService(deps: {
       const d = isDeviceId(rawId) ? await repo.findById(rawId) : undefined;
       if (!d) throw new DomainError('not_found', 'device not found');
       if (d.owner && !(d.owner.kind === 'user' && d.owner.id === userId)) {
-        throw new DomainError('device_claimed_by_other', 'That belongs to someone else.', { details: { errors: ['That belongs to someone else.'] } });
+        throw claimedByOther();
       }
       if (d.productId !== null && !(await deps.products.isMember(d.productId, userId))) {
-        throw new DomainError('device_claimed_by_other', 'That belongs to someone else.', { details: { errors: ['That belongs to someone else.'] } });
+        throw claimedByOther();
       }
       await repo.setOwner(d.id, { kind: 'user', id: userId });
       await audit.record({ account: { kind: 'user', id: userId }, type: 'device.claimed', ip, details: { device_id: d.id, via: 'id' } });
@@ -342,8 +343,6 @@ export function createDeviceService(deps: {
     },
 
     ownerOf,
-    countOwnedBy: (owner: DeviceOwner) => repo.countOwnedBy(owner),
-    findById: (id: string) => repo.findById(id),
   };
 }
 

@@ -9,6 +9,7 @@ import type { UsersRepository } from '../repositories/users.repository.js';
 import type { AccessTokenRecord } from '../repositories/tokens.repository.js';
 import type { CustomersRepository } from '../repositories/customers.repository.js';
 import type { AuditService } from './audit.service.js';
+import { accountOf } from './audit-account.js';
 
 /** The product as the API shows it (reference §7). */
 export interface ProductView {
@@ -24,11 +25,6 @@ export interface ProductView {
   settings: { location: Record<string, never>; known_application: { opt_in: boolean }; quarantine: boolean };
   device_protection: { status: string };
   created_at: string;
-}
-
-/** Whom an action on a product is recorded against: the team member, or the product itself. */
-function actorAccount(actor: AccessTokenRecord, productId: number) {
-  return actor.subject.kind === 'user' ? { kind: 'user' as const, id: actor.subject.userId } : { kind: 'product' as const, id: String(productId) };
 }
 
 function denied(): DomainError {
@@ -146,7 +142,7 @@ export function createProductService(deps: {
       }
       await dropTokensAndClients(String(product.id));
       await repo.delete(product.id);
-      const account = actorAccount(actor, product.id);
+      const account = accountOf(actor.subject);
       await audit.record({ account, type: 'product.deleted', ip, details: { product_id: product.id, slug: product.slug } });
     },
 
@@ -160,7 +156,7 @@ export function createProductService(deps: {
       const user = await deps.users.findByUsername(username);
       if (!user) throw new DomainError('not_found', `No account with the username ${username}; it must sign up first`);
       if (!(await repo.addMember(product.id, user.id, 'administrator', clock.now()))) throw new DomainError('conflict', `${user.username} is already a member of this team`);
-      const account = actorAccount(actor, product.id);
+      const account = accountOf(actor.subject);
       await audit.record({ account, type: 'team.member_added', ip, details: { product_id: product.id, username: user.username } });
       return { username: user.username, role: 'administrator' };
     },
@@ -171,11 +167,10 @@ export function createProductService(deps: {
       if (!user || !members.some((m) => m.userId === user.id)) throw new DomainError('not_found', `${username.slice(0, 254)} is not a member of this team`);
       if (members.length === 1) throw new DomainError('conflict', 'The last member of a team cannot be removed; delete the product instead');
       await repo.removeMember(product.id, user.id);
-      const account = actorAccount(actor, product.id);
+      const account = accountOf(actor.subject);
       await audit.record({ account, type: 'team.member_removed', ip, details: { product_id: product.id, username: user.username } });
     },
 
-    soleMemberOf: (userId: string) => repo.soleMemberOf(userId),
   };
 }
 

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import { parseIdList } from '../../domain/devices.js';
+import { pageMeta } from '../../domain/paging.js';
 import type { ClaimService } from '../../services/claims.service.js';
 import type { DeviceService } from '../../services/devices.service.js';
 import type { ProductService } from '../../services/products.service.js';
@@ -168,7 +169,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
   }, async (req) => {
     const q = req.query;
     // Groups are not modelled yet: a filter by group matches no device rather than every one.
-    if (q.groups) return { devices: [], customers: [], meta: { page: q.page ?? 1, per_page: q.per_page ?? 25, total: 0, total_pages: 0 } };
+    if (q.groups) return { devices: [], customers: [], meta: pageMeta(q.page ?? 1, q.per_page ?? 25, 0) };
     return devices.listFleet(await productOf(req), {
       ...(q.deviceId === undefined ? {} : { deviceId: q.deviceId }),
       ...(q.deviceName === undefined ? {} : { deviceName: q.deviceName }),

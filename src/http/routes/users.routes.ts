@@ -4,6 +4,7 @@ import type { AccountService } from '../../services/accounts.service.js';
 import type { AuditService } from '../../services/audit.service.js';
 import type { MfaService } from '../../services/mfa.service.js';
 import { authOf, userIdOf, type Guard } from '../auth.js';
+import { pageMeta } from '../../domain/paging.js';
 import { Flag, OkBody, Pagination, Str, errorResponses, flagValue } from '../schemas.js';
 
 const AccountInfo = Type.Record(Type.String(), Type.Union([Type.String({ maxLength: 200 }), Type.Boolean()]), { maxProperties: 20 });
@@ -143,7 +144,7 @@ export function userRoutes(app: FastifyInstance, deps: { accounts: AccountServic
     const { events, total } = await audit.list('user', userIdOf(req), page, perPage);
     return {
       events: events.map((e) => ({ type: e.type, at: e.at.toISOString(), ip: e.ip, details: e.details })),
-      meta: { page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) },
+      meta: pageMeta(page, perPage, total),
     };
   });
 }
