@@ -16,6 +16,7 @@ import { createCustomersRepository } from './repositories/customers.repository.j
 import { createProductService } from './services/products.service.js';
 import { createCustomerService } from './services/customers.service.js';
 import { createDevicesRepository } from './repositories/devices.repository.js';
+import { cacheDevices, type DeviceChanges } from './repositories/devices.cache.js';
 import { createClaimsRepository } from './repositories/claims.repository.js';
 import { createDeviceService } from './services/devices.service.js';
 import { createClaimService } from './services/claims.service.js';
@@ -29,6 +30,21 @@ import type { Db } from './storage/db.js';
 import { openEmbedded } from './storage/embedded.js';
 import { migrate } from './storage/migrate.js';
 import { openPostgres } from './storage/postgres.js';
+import type { Bus } from './bus/bus.js';
+import { createInProcessBus } from './bus/in-process.js';
+import { createGateway, type Gateway } from './gateway/gateway.js';
+import { listenGateway } from './gateway/listeners.js';
+import { createPresenceRepository } from './repositories/presence.repository.js';
+import { createPresenceService } from './services/presence.service.js';
+import { createDeviceCallService } from './services/device-calls.service.js';
+import { createEventService } from './services/events.service.js';
+import { createConfigSchemaService } from './services/config-schema.service.js';
+import { createConfigSchemasRepository } from './repositories/config-schemas.repository.js';
+import { createConfigValuesService } from './services/config-values.service.js';
+import { createConfigValuesRepository } from './repositories/config-values.repository.js';
+import { createConfigDeliveryService } from './services/config-delivery.service.js';
+import { createDeviceConfigStateRepository } from './repositories/device-config-state.repository.js';
+import type { Log } from './platform/log.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -50,6 +66,17 @@ export interface SkyportOptions {
   clock?: Clock;
   secrets?: Secrets;
   logger?: FastifyServerOptions['logger'];
+  /** The bus to other nodes; by default the in-process one. */
+  bus?: Bus;
+}
+
+export interface ListenAddresses {
+  /** http://host:port of the REST API. */
+  url: string;
+  /** mqtt://host:port (or mqtts://) of the device gateway. */
+  mqttUrl: string;
+  /** ws://host:port/mqtt when MQTT over WebSocket is on. */
+  wsUrl: string | undefined;
 }
 
 export interface Skyport {
@@ -57,10 +84,14 @@ export interface Skyport {
   readonly db: Db;
   readonly app: FastifyInstance;
   readonly services: ReturnType<typeof wireServices>;
+  readonly bus: Bus;
+  readonly gateway: Gateway;
+  /** Opens the HTTP API and the device gateway on the ports of the settings (or the overrides). */
+  listen(overrides?: Partial<Pick<Settings, 'host' | 'port' | 'mqttPort' | 'mqttWsPort'>>): Promise<ListenAddresses>;
   close(): Promise<void>;
 }
 
-function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets) {
+function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, deviceChanges: DeviceChanges, log: () => Log) {
   const limiter = new FailureLimiter(clock, {
     maxConsecutive: settings.loginMaxFailures,
     lockoutSeconds: settings.loginLockoutSeconds,
@@ -73,7 +104,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
   const clients = createClientService({ repo: createClientsRepository(db), tokens, audit, secrets, clock, limiter });
   const productsRepo = createProductsRepository(db);
   const customersRepo = createCustomersRepository(db);
-  const devicesRepo = createDevicesRepository(db);
+  const devicesRepo = cacheDevices(createDevicesRepository(db), clock, settings.tokenCacheSeconds * 1000, deviceChanges);
   const claimsRepo = createClaimsRepository(db);
   const accounts = createAccountService({
     users, tokens, clients, audit, secrets, clock, limiter, signupOpen: settings.signup,
@@ -85,25 +116,54 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
     }),
   });
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
-  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, users, audit, secrets, clock });
+  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, users, audit, secrets, clock, accessCacheMs: settings.tokenCacheSeconds * 1000 });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
   const devices = createDeviceService({ db, repo: devicesRepo, products: productsRepo, customers: customersRepo, users, audit, secrets, clock });
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });
   const oauth = createOAuthService({ tokens, accounts, mfa, customers: customers.directory, audit, clock, settings });
-  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, claims };
+  const deviceCalls = createDeviceCallService({ bus, callTimeoutSeconds: settings.deviceCallTimeoutSeconds });
+  const events = createEventService({ bus, clock });
+  const configSchemas = createConfigSchemaService({ repo: createConfigSchemasRepository(db), audit, clock });
+  const configValuesRepo = createConfigValuesRepository(db);
+  const configValues = createConfigValuesService({ db, repo: configValuesRepo, schemas: configSchemas, clock });
+  const configDelivery = createConfigDeliveryService({
+    bus, values: configValues, state: createDeviceConfigStateRepository(db), valuesRepo: configValuesRepo, devices: devicesRepo, products: productsRepo,
+    clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000,
+  });
+  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, claims, deviceCalls, events, configSchemas, configValues, configDelivery, devicesRepo };
 }
 
 /**
- * The composition root: storage, then services, then the HTTP app. Nothing here listens; see
- * server.ts. The device gateway (MQTT) and the bus that carries calls from API nodes to the
- * node holding a device's connection are wired here too once they exist
- * (docs/architecture.md, "Parts").
+ * The composition root: storage, the bus, services, the HTTP app and the device gateway.
+ * Nothing listens until `listen` (server.ts calls it); tests inject requests into `app`.
+ * Everything from the API to a device goes through the bus (docs/architecture.md, "Parts").
  */
 export async function createSkyport(settings: Settings, options: SkyportOptions = {}): Promise<Skyport> {
   const clock = options.clock ?? systemClock;
   const secrets = options.secrets ?? createSecrets();
   const db = options.db ?? (await openStorage(settings));
-  const services = wireServices(settings, db, clock, secrets);
+  const bus = options.bus ?? createInProcessBus();
+  // Ownership and product changes made through the API reach the connections of the devices, so
+  // that events follow the new scope at once (the gateway is built after the services).
+  const deviceChanges: DeviceChanges = {
+    moved: (ids, inTransaction) => {
+      const reread = () => {
+        for (const id of ids) {
+          if (!gateway.holds(id)) continue;
+          void services.devicesRepo.findById(id, db).then((d) => { if (d) gateway.rescope(d.id, { owner: d.owner, productId: d.productId }); }, () => undefined);
+        }
+      };
+      // A write inside a transaction is read back once it has had time to commit; a device's
+      // own claim updates its connection itself, at once.
+      if (inTransaction) setTimeout(reread, 1000).unref();
+      else reread();
+    },
+    released: (owner) => gateway.releaseOwner(owner),
+  };
+  // Services log through the HTTP app's logger, which is built after them.
+  const logs: { app?: Log } = {};
+  const serviceLog = (): Log => logs.app ?? { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
+  const services = wireServices(settings, db, clock, secrets, bus, deviceChanges, serviceLog);
   const app = await buildHttpApp({
     settings,
     ...services,
@@ -114,6 +174,24 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       return db.kind;
     },
   });
+
+  logs.app = app.log;
+  const log = () => app.log;
+  const presence = createPresenceService({ repo: createPresenceRepository(db), clock, log, changed: (id) => services.devicesRepo.forget(id) });
+  const gateway = createGateway({
+    bus, presence, clock, log,
+    // Failed device connects are limited per device and address, like client authentications.
+    limiter: new FailureLimiter(clock, {
+      maxConsecutive: settings.loginMaxFailures, lockoutSeconds: settings.loginLockoutSeconds,
+      maxPerWindow: settings.ipMaxFailures, windowSeconds: settings.ipFailureWindowSeconds,
+    }),
+    authenticate: (id, secret) => services.devices.authenticate(id, secret),
+    claim: (id, code) => services.claims.redeem(id, code),
+    configHello: (id, hashes) => {
+      void services.configDelivery.onHello(id, hashes).catch((err) => app.log.warn({ err, device: id }, 'configuration sync failed'));
+    },
+  });
+  let listeners: { close(): Promise<void> } | undefined;
 
   // Expired tokens, MFA challenges and claim codes are swept every ten minutes; they are refused anyway.
   const sweep = setInterval(() => {
@@ -127,11 +205,41 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     db,
     app,
     services,
+    bus,
+    gateway,
+    async listen(overrides = {}) {
+      const host = overrides.host ?? settings.host;
+      // One node holds every connection, so whatever the store says, no device is online yet.
+      if (!options.bus) await presence.markAllOffline();
+      await app.listen({ host, port: overrides.port ?? settings.port });
+      const tls = settings.mqttTlsCert && settings.mqttTlsKey ? { certFile: settings.mqttTlsCert, keyFile: settings.mqttTlsKey } : undefined;
+      try {
+        const wsPort = 'mqttWsPort' in overrides ? overrides.mqttWsPort : settings.mqttWsPort;
+        const opened = await listenGateway(gateway, { host, port: overrides.mqttPort ?? settings.mqttPort, tls, wsPort, trustProxy: settings.trustProxy });
+        listeners = opened;
+        const address = app.server.address();
+        const port = typeof address === 'object' && address ? address.port : settings.port;
+        const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+        return {
+          url: `http://${shown}:${port}`,
+          mqttUrl: `${tls ? 'mqtts' : 'mqtt'}://${shown}:${opened.mqttPort}`,
+          wsUrl: opened.wsPort === undefined ? undefined : `ws://${shown}:${opened.wsPort}/mqtt`,
+        };
+      } catch (err) {
+        await app.close();
+        throw err;
+      }
+    },
     async close() {
       if (closed) return;
       closed = true;
       clearInterval(sweep);
+      // Stop taking connections, disconnect the devices (which lets the listeners finish closing).
+      const stopped = listeners?.close();
+      await gateway.close();
+      await stopped;
       await app.close();
+      await bus.close();
       await db.close();
     },
   };

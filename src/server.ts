@@ -1,5 +1,6 @@
 import type { Settings } from './config/settings.js';
-import { createSkyport, type Skyport } from './main.js';
+import { createSkyport, type ListenAddresses, type Skyport } from './main.js';
+import { GatewayPortInUseError } from './gateway/listeners.js';
 
 export class PortInUseError extends Error {
   constructor(setting: string, port: number) {
@@ -8,20 +9,17 @@ export class PortInUseError extends Error {
   }
 }
 
-/** Starts the cloud: storage, the HTTP API, and (later) the device gateway. */
-export async function startServer(settings: Settings): Promise<{ skyport: Skyport; url: string }> {
+/** Starts the cloud: storage, the HTTP API and the device gateway. */
+export async function startServer(settings: Settings): Promise<{ skyport: Skyport } & ListenAddresses> {
   const skyport = await createSkyport(settings);
   try {
-    await skyport.app.listen({ host: settings.host, port: settings.port });
+    return { skyport, ...(await skyport.listen()) };
   } catch (err) {
     await skyport.close();
+    if (err instanceof GatewayPortInUseError) throw new PortInUseError(err.setting, err.port);
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError('PORT', settings.port);
     throw err;
   }
-  const address = skyport.app.server.address();
-  const port = typeof address === 'object' && address ? address.port : settings.port;
-  const host = settings.host === '0.0.0.0' || settings.host === '::' ? 'localhost' : settings.host;
-  return { skyport, url: `http://${host}:${port}` };
 }
 
 /**

@@ -126,6 +126,29 @@ const ROWS: Row[] = [
   ['PUT', '/v1/products/{productIdOrSlug}/devices/{deviceId}', 'bearer',    '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
   ['DELETE', '/v1/products/{productIdOrSlug}/devices/{deviceId}', 'bearer', '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { destructive: true }],
   ['DELETE', '/v1/products/{productIdOrSlug}/devices/{deviceId}/owner', 'bearer', '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { destructive: true }],
+
+  ['POST', '/v1/devices/{deviceId}/{name}', 'bearer',                       '400 401 401 401 ✓   403 ✓   ✓   ✓   403 403 403', { target: "a function of the customer's connected device" }],
+  ['GET', '/v1/devices/{deviceId}/{name}', 'bearer',                        '400 401 401 401 ✓   403 ✓   ✓   ✓   403 403 403', { target: "a variable of the customer's connected device" }],
+  ['PUT', '/v1/devices/{deviceId}/ping', 'bearer',                          '400 401 401 401 ✓   403 ✓   ✓   ✓   403 403 403'],
+  ['POST', '/v1/products/{productIdOrSlug}/devices/{deviceId}/{name}', 'bearer', '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
+  ['GET', '/v1/products/{productIdOrSlug}/devices/{deviceId}/{name}', 'bearer', '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
+  ['PUT', '/v1/products/{productIdOrSlug}/devices/{deviceId}/ping', 'bearer', '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
+
+  ['GET', '/v1/devices/events', 'bearer',                                   '400 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   403 ✓', { target: "the caller's own events" }],
+  ['GET', '/v1/devices/events/{prefix}', 'bearer',                          '400 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   403 ✓', { target: "the caller's own events" }],
+  ['GET', '/v1/devices/{deviceId}/events', 'bearer',                        '400 401 401 401 ✓   403 ✓   ✓   ✓   403 403 403'],
+  ['GET', '/v1/devices/{deviceId}/events/{prefix}', 'bearer',               '400 401 401 401 ✓   403 ✓   ✓   ✓   403 403 403'],
+  ['GET', '/v1/products/{productIdOrSlug}/events', 'bearer',                '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
+  ['GET', '/v1/products/{productIdOrSlug}/events/{prefix}', 'bearer',       '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
+  ['GET', '/v1/products/{productIdOrSlug}/devices/{deviceId}/events', 'bearer', '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
+  ['GET', '/v1/products/{productIdOrSlug}/devices/{deviceId}/events/{prefix}', 'bearer', '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
+  ['GET', '/v1/products/{productIdOrSlug}/config', 'bearer',                '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: 'the schema' }],
+  ['GET', '/v1/products/{productIdOrSlug}/config/{deviceId}', 'bearer',     '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: 'the schema' }],
+  ['PUT', '/v1/products/{productIdOrSlug}/config', 'bearer',                '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: 'a schema' }],
+  ['PUT', '/v1/products/{productIdOrSlug}/config/{deviceId}', 'bearer',     '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: "a device's own values" }],
+  ['DELETE', '/v1/products/{productIdOrSlug}/config', 'bearer',             '400 401 401 401 404 403 404 404 403 403 403 403', { destructive: true, target: 'restore the default schema of a product that has it: allowed callers get 404' }],
+  ['POST', '/v1/devices/events', 'bearer',                                  '400 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   403 ✓', { target: "to the caller's own stream" }],
+  ['POST', '/v1/products/{productIdOrSlug}/events', 'bearer',               '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
 ];
 
 export const MATRIX: readonly RouteRule[] = ROWS.map(([method, path, place, row, extra]) => ({ method, path, place, ...extra, expect: cells(row) }));

@@ -2,8 +2,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { startTestServer, manualClock, email, type TestServer } from './helpers/server.js';
+import mqtt from 'mqtt';
 import { basic, raw, type RawResponse } from './helpers/http.js';
 import { totpNow } from '../src/domain/totp.js';
+import { defaultSchema } from '../src/domain/config/default-schema.js';
 import { CREDENTIALS, MATRIX, matrixOf, renderMatrix, routeKey, type CredentialId, type Outcome, type RouteRule } from './authorization-matrix.table.js';
 
 /*
@@ -41,12 +43,13 @@ interface Fixture {
   targetCustomer: { email: string };
   /** A product device claimed by `customer`. */
   device: string;
+  deviceSecret: string;
   /** A product device claimed by the owner. */
   ownerDevice: string;
   tokens: Record<CredentialId, string | undefined>;
 }
 
-async function call(method: string, path: string, init: { token?: string; json?: unknown; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+async function call(method: string, path: string, init: { token?: string; json?: unknown; form?: Record<string, string>; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
   return raw(`${server.url}${path}`, { method, ...init });
 }
 
@@ -93,9 +96,23 @@ async function newCustomer(productId: number, c: { id: string; secret: string },
   return { email: address, token: r.json.access_token as string };
 }
 
-async function provision(token: string, productId: number): Promise<string> {
+async function provision(token: string, productId: number): Promise<{ id: string; secret: string }> {
   const r = await must(201, call('POST', '/v1/devices', { token, json: { product_id: productId } }), 'provision');
-  return r.json.id as string;
+  return { id: r.json.id as string, secret: r.json.device_secret as string };
+}
+
+/** Connects the fixture's device as a plain MQTT device with a function `led` and a variable `temp`. */
+async function connectDevice(id: string, secret: string): Promise<mqtt.MqttClient> {
+  const dev = await mqtt.connectAsync(server.mqttUrl, { clientId: id, username: id, password: secret, reconnectPeriod: 0 });
+  await dev.subscribeAsync(`devices/${id}/cloud/#`);
+  dev.on('message', (topic, payload) => {
+    const req = JSON.parse(payload.toString()) as { id?: string };
+    if (topic.endsWith('/cloud/call')) void dev.publishAsync(`devices/${id}/reply`, JSON.stringify({ id: req.id, return_value: 1 }));
+    if (topic.endsWith('/cloud/get')) void dev.publishAsync(`devices/${id}/reply`, JSON.stringify({ id: req.id, result: 7 }));
+    if (topic.endsWith('/cloud/config/set')) void dev.publishAsync(`devices/${id}/config/ack`, JSON.stringify({ id: req.id, status: 0 }));
+  });
+  await dev.publishAsync(`devices/${id}/hello`, JSON.stringify({ functions: ['led'], variables: { temp: 'int32' } }), { qos: 1 });
+  return dev;
 }
 
 /**
@@ -119,7 +136,7 @@ async function buildFixture(): Promise<Fixture> {
     productClient(owner.token, product.id, { name: 'spare' }),
     productClient(rival.token, otherProduct.id, { name: 'rival backend' }),
   ]);
-  const [productToken, customersCreateToken, otherProductToken, customer, otherCustomer, targetCustomer, device, ownerDevice] = await Promise.all([
+  const [productToken, customersCreateToken, otherProductToken, customer, otherCustomer, targetCustomer, { id: device, secret: deviceSecret }, { id: ownerDevice }] = await Promise.all([
     clientToken(backend), clientToken(app), clientToken(rivalBackend),
     newCustomer(product.id, app, 'alice'), newCustomer(product.id, app, 'bob'), newCustomer(product.id, app, 'carol'),
     provision(owner.token, product.id), provision(owner.token, product.id),
@@ -138,7 +155,7 @@ async function buildFixture(): Promise<Fixture> {
     product, otherProduct,
     userClient, spareClient: spare.id,
     customer, otherCustomer, targetCustomer: { email: targetCustomer.email },
-    device, ownerDevice,
+    device, deviceSecret, ownerDevice,
     tokens: {
       none: undefined,
       malformed: '!!!',
@@ -172,6 +189,8 @@ function userOf(fx: Fixture, cred: CredentialId): User {
 
 interface CellRequest {
   path: string;
+  /** A raw body (send its Content-Type in headers). */
+  body?: string;
   json?: unknown;
   form?: Record<string, string>;
   headers?: Record<string, string>;
@@ -256,6 +275,29 @@ const REQUESTS: Record<string, (fx: Fixture, cred: CredentialId) => CellRequest 
   'PUT /v1/products/{productIdOrSlug}/devices/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}`, json: { notes: 'seen by the matrix' } }),
   'DELETE /v1/products/{productIdOrSlug}/devices/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}` }),
   'DELETE /v1/products/{productIdOrSlug}/devices/{deviceId}/owner': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}/owner` }),
+
+  'POST /v1/devices/{deviceId}/{name}': (fx) => ({ path: `/v1/devices/${fx.device}/led`, json: { arg: 'on' } }),
+  'GET /v1/devices/{deviceId}/{name}': (fx) => ({ path: `/v1/devices/${fx.device}/temp` }),
+  'PUT /v1/devices/{deviceId}/ping': (fx) => ({ path: `/v1/devices/${fx.device}/ping` }),
+  'POST /v1/products/{productIdOrSlug}/devices/{deviceId}/{name}': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}/led`, json: { arg: 'on' } }),
+  'GET /v1/products/{productIdOrSlug}/devices/{deviceId}/{name}': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}/temp` }),
+  'PUT /v1/products/{productIdOrSlug}/devices/{deviceId}/ping': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}/ping` }),
+
+  'GET /v1/devices/events': () => ({ path: '/v1/devices/events' }),
+  'GET /v1/devices/events/{prefix}': () => ({ path: '/v1/devices/events/spark' }),
+  'GET /v1/devices/{deviceId}/events': (fx) => ({ path: `/v1/devices/${fx.device}/events` }),
+  'GET /v1/devices/{deviceId}/events/{prefix}': (fx) => ({ path: `/v1/devices/${fx.device}/events/spark` }),
+  'GET /v1/products/{productIdOrSlug}/events': (fx) => ({ path: `/v1/products/${fx.product.id}/events` }),
+  'GET /v1/products/{productIdOrSlug}/events/{prefix}': (fx) => ({ path: `/v1/products/${fx.product.id}/events/spark` }),
+  'GET /v1/products/{productIdOrSlug}/devices/{deviceId}/events': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}/events` }),
+  'GET /v1/products/{productIdOrSlug}/devices/{deviceId}/events/{prefix}': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}/events/spark` }),
+  'GET /v1/products/{productIdOrSlug}/config': (fx) => ({ path: `/v1/products/${fx.product.id}/config`, headers: { accept: 'application/schema+json' } }),
+  'GET /v1/products/{productIdOrSlug}/config/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/config/${fx.device}`, headers: { accept: 'application/schema+json' } }),
+  'PUT /v1/products/{productIdOrSlug}/config': (fx) => ({ path: `/v1/products/${fx.product.id}/config`, headers: { 'content-type': 'application/schema+json' }, body: JSON.stringify(defaultSchema()) }),
+  'PUT /v1/products/{productIdOrSlug}/config/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/config/${fx.device}`, json: { geofence: { interval: 5 } } }),
+  'DELETE /v1/products/{productIdOrSlug}/config': (fx) => ({ path: `/v1/products/${fx.product.id}/config`, headers: { 'content-type': 'application/schema+json' }, body: '{}' }),
+  'POST /v1/devices/events': () => ({ path: '/v1/devices/events', json: { name: 'matrix', data: 'x' } }),
+  'POST /v1/products/{productIdOrSlug}/events': (fx) => ({ path: `/v1/products/${fx.product.id}/events`, json: { name: 'matrix', data: 'x' } }),
 };
 
 /** Credentials that have no business seeing the fixture's product, devices or people. */
@@ -266,7 +308,7 @@ async function fire(rule: RouteRule, fx: Fixture, cred: CredentialId): Promise<R
   const headers: Record<string, string> = { ...req.headers };
   const token = fx.tokens[cred];
   if (rule.place !== 'path' && token !== undefined) headers.authorization = `Bearer ${token}`;
-  return call(rule.method, req.path, { headers, ...(req.json === undefined ? {} : { json: req.json }), ...(req.form === undefined ? {} : { form: req.form }) });
+  return call(rule.method, req.path, { headers, ...(req.json === undefined ? {} : { json: req.json }), ...(req.form === undefined ? {} : { form: req.form }), ...(req.body === undefined ? {} : { body: req.body }) });
 }
 
 /** Checks one cell; answers a line describing the mismatch, or undefined. */
@@ -313,6 +355,9 @@ test('docs/security.md shows the matrix as `npm run docs:matrix` writes it', () 
 
 test('every route × credential answers as the matrix says', async (t) => {
   shared = (await buildFixtures(1))[0] as Fixture;
+  // The shared device is connected, so that allowed calls, reads and pings reach it.
+  const dev = await connectDevice(shared.device, shared.deviceSecret);
+  t.after(() => dev.end(true));
   for (const rule of MATRIX) {
     await t.test(routeKey(rule), async () => {
       const fixtures = rule.destructive ? await buildFixtures(CREDENTIALS.length) : CREDENTIALS.map(() => shared);

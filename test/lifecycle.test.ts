@@ -60,20 +60,26 @@ processTest('the server process: user create with sign-up closed, start, SIGTERM
     assert.match(create.out(), /created user/);
 
     const port = await freePort();
-    const server = run(['server', 'start', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dir], { SIGNUP: 'off' });
+    const mqttPort = await freePort();
+    const server = run(['server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1', '--data-dir', dir], { SIGNUP: 'off' });
     const url = `http://127.0.0.1:${port}`;
     for (let i = 0; i < 100 && !server.out().includes('Skyport is running'); i++) await new Promise((r) => setTimeout(r, 100));
     assert.match(server.out(), new RegExp(`API +http://127.0.0.1:${port}`));
+    assert.match(server.out(), new RegExp(`MQTT +mqtt://127.0.0.1:${mqttPort}`));
     assert.equal((await fetch(`${url}/healthz`)).status, 200);
     const login = await particle(url).login({ username, password: 'bootstrap pass' });
     assert.equal(login.statusCode, 200);
     const signup = await fetch(`${url}/v1/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: email(), password: 'correct horse' }) });
     assert.equal(signup.status, 403);
 
-    const taken = run(['server', 'start', '--port', String(port), '--host', '127.0.0.1', '--data-dir', join(dir, 'other')], {});
+    const taken = run(['server', 'start', '--port', String(port), '--mqtt-port', '0', '--host', '127.0.0.1', '--data-dir', join(dir, 'other')], {});
     assert.equal(await taken.exit, 1);
     assert.match(taken.err(), /port \d+ is already in use; set PORT/);
     assert.equal(taken.err().trimEnd().split('\n').length, 1, `one line: ${taken.err()}`);
+    const mqttTaken = run(['server', 'start', '--port', '0', '--mqtt-port', String(mqttPort), '--host', '127.0.0.1', '--data-dir', join(dir, 'other')], {});
+    assert.equal(await mqttTaken.exit, 1);
+    assert.match(mqttTaken.err(), /port \d+ is already in use; set MQTT_PORT/);
+    assert.equal(mqttTaken.err().trimEnd().split('\n').length, 1, `one line: ${mqttTaken.err()}`);
 
     server.child.kill('SIGTERM');
     assert.equal(await server.exit, 0, server.err());

@@ -3,6 +3,7 @@ import { loadSettings, SettingsError } from '../config/settings.js';
 import { VERSION } from '../main.js';
 import { registerServerCommands } from './commands/server.js';
 import { registerUserCommands } from './commands/user.js';
+import { registerSimCommand } from './commands/sim.js';
 
 /** `skyport`: the command line. Each command prints one clear line on stderr when it fails. */
 export async function runCli(argv: readonly string[]): Promise<void> {
@@ -13,6 +14,7 @@ export async function runCli(argv: readonly string[]): Promise<void> {
     .exitOverride();
   registerServerCommands(program);
   registerUserCommands(program);
+  registerSimCommand(program);
   try {
     await program.parseAsync([...argv], { from: 'user' });
   } catch (err) {

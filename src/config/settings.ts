@@ -22,6 +22,11 @@ export interface Settings {
   readonly shutdownGraceSeconds: number;
   readonly tokenCacheSeconds: number;
   readonly claimCodeLifetimeSeconds: number;
+  readonly mqttTlsCert: string | undefined;
+  readonly mqttTlsKey: string | undefined;
+  readonly mqttWsPort: number | undefined;
+  readonly deviceCallTimeoutSeconds: number;
+  readonly eventsKeepaliveSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -61,7 +66,7 @@ const text = (raw: string) => raw;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
-  { key: 'host', env: 'HOST', flag: '--host', default: '0.0.0.0', doc: 'Address the HTTP API (and later the device gateway) binds to.', parse: text },
+  { key: 'host', env: 'HOST', flag: '--host', default: '0.0.0.0', doc: 'Address the HTTP API and the device gateway bind to.', parse: text },
   { key: 'port', env: 'PORT', flag: '--port', default: '8080', doc: 'HTTP port of the REST API. 0 picks a free port.', parse: integer(0, 65535) },
   { key: 'mqttPort', env: 'MQTT_PORT', flag: '--mqtt-port', default: '1883', doc: 'MQTT port of the device gateway. 0 picks a free port.', parse: integer(0, 65535) },
   { key: 'dataDir', env: 'DATA_DIR', flag: '--data-dir', default: './data', doc: 'Folder of the embedded store (used when DATABASE_URL is not set).', parse: text },
@@ -96,7 +101,12 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'ipFailureWindowSeconds', env: 'IP_FAILURE_WINDOW_SECONDS', flag: '--ip-failure-window-seconds', default: '300', doc: 'Window of IP_MAX_FAILURES (5 minutes).', parse: integer(1, 86400) },
   { key: 'bodyLimitBytes', env: 'BODY_LIMIT_BYTES', flag: '--body-limit-bytes', default: '1048576', doc: 'Largest request body accepted (1 MiB); larger bodies answer 413.', parse: integer(1024, 64 * 1024 * 1024) },
   { key: 'shutdownGraceSeconds', env: 'SHUTDOWN_GRACE_SECONDS', flag: '--shutdown-grace-seconds', default: '10', doc: 'On SIGTERM, how long in-flight requests may take before the server closes anyway.', parse: integer(0, 3600) },
-  { key: 'tokenCacheSeconds', env: 'TOKEN_CACHE_SECONDS', flag: '--token-cache-seconds', default: '30', doc: 'How long a verified access token is remembered in memory. Revocation on the same node takes effect at once; 0 turns the cache off.', parse: integer(0, 3600) },
+  { key: 'tokenCacheSeconds', env: 'TOKEN_CACHE_SECONDS', flag: '--token-cache-seconds', default: '30', doc: 'How long verified access tokens, device records and fleet access for device routes are remembered in memory. Changes on the same node take effect at once, on other nodes within this time; 0 turns the caches off.', parse: integer(0, 3600) },
+  { key: 'mqttTlsCert', env: 'MQTT_TLS_CERT', flag: '--mqtt-tls-cert', default: undefined, doc: 'PEM certificate (chain) file of the device gateway. With MQTT_TLS_KEY, MQTT_PORT speaks MQTT over TLS.', parse: text },
+  { key: 'mqttTlsKey', env: 'MQTT_TLS_KEY', flag: '--mqtt-tls-key', default: undefined, doc: 'PEM private key file that goes with MQTT_TLS_CERT.', parse: text },
+  { key: 'mqttWsPort', env: 'MQTT_WS_PORT', flag: '--mqtt-ws-port', default: undefined, doc: 'When set, the device gateway also takes MQTT over WebSocket on this port (path /mqtt). 0 picks a free port.', parse: integer(0, 65535) },
+  { key: 'deviceCallTimeoutSeconds', env: 'DEVICE_CALL_TIMEOUT_SECONDS', flag: '--device-call-timeout-seconds', default: '10', doc: 'How long a function call or variable read waits for the device before answering 408; a `timeout` parameter overrides it per call.', parse: integer(1, 300) },
+  { key: 'eventsKeepaliveSeconds', env: 'EVENTS_KEEPALIVE_SECONDS', flag: '--events-keepalive-seconds', default: '5', doc: 'Interval of the keep-alive comment on event streams (particle-api-js drops a stream silent for 15 s).', parse: integer(1, 10) },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];
 

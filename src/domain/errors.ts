@@ -33,6 +33,16 @@ export const ERRORS = {
   username_taken: { status: 409, summary: 'An account with this username already exists.' },
   conflict: { status: 409, summary: 'The request conflicts with the current state of the resource.' },
   claim_code_invalid: { status: 400, summary: 'The claim code is unknown, already used, expired, or for another product.' },
+  // Devices (docs/device-protocol.md; reference §6)
+  device_offline: { status: 404, summary: 'The device is not connected to the cloud now; calls, reads and signals need a connected device.' },
+  function_not_found: { status: 404, wire: 'Function not found', summary: 'The device has not declared a function by that name.' },
+  variable_not_found: { status: 404, wire: 'Variable not found', summary: 'The device has not declared a variable by that name.' },
+  device_timeout: { status: 408, wire: 'Timed out.', summary: 'The device did not answer within the timeout (DEVICE_CALL_TIMEOUT_SECONDS or the call\'s `timeout`).' },
+  device_error: { status: 400, summary: 'The device answered the call or read with an error of its own; error_description carries its message.' },
+  // Configuration (DESIGN.md, "Decisions already taken")
+  invalid_schema: { status: 422, wire: 'Invalid Schema', summary: 'The configuration schema was refused; `violations` lists each problem with a JSON pointer.' },
+  device_rejected_configuration: { status: 400, summary: 'The connected device refused part of the configuration; `results` gives each module with its status and the device\'s code.' },
+  invalid_configuration: { status: 400, summary: 'Configuration values were refused (types, bounds, unknown modules or keys, scope rules, or a module too large for a device); `violations` lists each with a JSON pointer, and nothing was changed.' },
   payload_too_large: { status: 413, summary: 'The request body is larger than the server accepts.' },
   unsupported_media_type: { status: 415, summary: 'The Content-Type is not one this endpoint accepts.' },
   rate_limit_exceeded: { status: 429, summary: 'Too many requests or failed attempts; retry after the number of seconds in Retry-After.' },

@@ -17,6 +17,14 @@ import type { DeviceService } from '../services/devices.service.js';
 import type { ClaimService } from '../services/claims.service.js';
 import multipart from '@fastify/multipart';
 import { deviceRoutes } from './routes/devices.routes.js';
+import { deviceCallRoutes } from './routes/device-calls.routes.js';
+import { eventRoutes } from './routes/events.routes.js';
+import { configRoutes } from './routes/config.routes.js';
+import type { ConfigSchemaService } from '../services/config-schema.service.js';
+import type { ConfigValuesService } from '../services/config-values.service.js';
+import type { ConfigDeliveryService } from '../services/config-delivery.service.js';
+import type { DeviceCallService } from '../services/device-calls.service.js';
+import type { EventService } from '../services/events.service.js';
 import { createGuard } from './auth.js';
 import { frameworkError, installErrorHandling, stampRequestId } from './error-handler.js';
 import { loggerOptions } from './logging.js';
@@ -41,6 +49,11 @@ export interface HttpDeps {
   customers: CustomerService;
   devices: DeviceService;
   claims: ClaimService;
+  deviceCalls: DeviceCallService;
+  events: EventService;
+  configSchemas: ConfigSchemaService;
+  configValues: ConfigValuesService;
+  configDelivery: ConfigDeliveryService;
   health(): Promise<string>;
   /** A pino logger options object, or false (tests). */
   logger?: FastifyServerOptions['logger'];
@@ -108,7 +121,10 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   clientRoutes(app, { clients: deps.clients, products: deps.products, guard });
   productRoutes(app, { products: deps.products, clients: deps.clients, tokens: deps.tokens, guard });
   customerRoutes(app, { customers: deps.customers, clients: deps.clients, products: deps.products, guard });
-  deviceRoutes(app, { devices: deps.devices, claims: deps.claims, products: deps.products, guard });
+  deviceRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, products: deps.products, guard });
+  deviceCallRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, products: deps.products, guard });
+  configRoutes(app, { schemas: deps.configSchemas, values: deps.configValues, delivery: deps.configDelivery, products: deps.products, devices: deps.devices, guard });
+  eventRoutes(app, { events: deps.events, devices: deps.devices, products: deps.products, guard, keepaliveSeconds: deps.settings.eventsKeepaliveSeconds });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

@@ -179,6 +179,9 @@ export function createDevicesRepository(db: Queryable) {
       if (change.name !== undefined) set('name', change.name);
       if (change.notes !== undefined) set('notes', change.notes);
       if (change.development !== undefined) set('development', change.development);
+      // Becoming a development device makes its own values win (SPEC.md §3.2); leaving keeps them
+      // winning until the next fleet change clears the flag.
+      if (change.development === true) sets.push('config_own_wins = true');
       if (change.desiredFirmwareVersion !== undefined) set('desired_firmware_version', change.desiredFirmwareVersion);
       set('updated_at', at);
       const rows = await db.query<Row>(`UPDATE devices SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, params);

@@ -16,7 +16,8 @@ export type AuditType =
   | 'mfa.enabled' | 'mfa.disabled' | 'mfa.otp_failed' | 'mfa.recovery_code_used'
   | 'product.created' | 'product.deleted' | 'team.member_added' | 'team.member_removed'
   | 'customer.created' | 'customer.login_failed' | 'customer.password_changed' | 'customer.deleted'
-  | 'device.provisioned' | 'device.imported' | 'device.removed' | 'device.claimed' | 'device.unclaimed' | 'claim_code.created';
+  | 'device.provisioned' | 'device.imported' | 'device.removed' | 'device.claimed' | 'device.unclaimed' | 'claim_code.created'
+  | 'config.schema_replaced' | 'config.schema_restored';
 
 export interface AuditInput {
   account: { kind: AuditEvent['accountKind']; id: string };

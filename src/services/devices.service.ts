@@ -192,6 +192,19 @@ export function createDeviceService(deps: {
   }
 
   return {
+    /**
+     * A device's MQTT credentials (docs/device-protocol.md, "Connecting"): its id and the secret
+     * shown at provisioning, compared as SHA-256 digests in constant time. Secrets are 128-bit
+     * random, so a fast hash is enough; an unknown id costs the same digest.
+     */
+    async authenticate(id: string, secret: string): Promise<DeviceRecord | null> {
+      // Read past the record cache: a connect storm must not fill memory with every device.
+      const d = isDeviceId(id) ? await repo.findById(id, deps.db) : undefined;
+      const digest = secrets.sha256(secret);
+      const same = secrets.sameDigest(digest, d?.secretHash ?? '0'.repeat(64));
+      return d && same && secret.length > 0 ? d : null;
+    },
+
     reaches,
     mustReach,
     inProduct,

@@ -2,6 +2,7 @@ import { DomainError } from '../domain/errors.js';
 import { isProductId, slugFor, validateDescription, validateNewProduct, validateProductName } from '../domain/products.js';
 import { validateEmail } from '../domain/accounts.js';
 import type { Clock } from '../platform/clock.js';
+import { TtlCache } from '../platform/ttl-cache.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { Db } from '../storage/db.js';
 import type { ProductRecord, ProductsRepository } from '../repositories/products.repository.js';
@@ -47,8 +48,12 @@ export function createProductService(deps: {
   audit: AuditService;
   secrets: Secrets;
   clock: Clock;
+  /** How long `accessCached` remembers an answer (TOKEN_CACHE_SECONDS). */
+  accessCacheMs?: number;
 }) {
   const { repo, clock, audit } = deps;
+  // Answers of `access` for the device routes, dropped whole on any product or team change.
+  const accessCache = new TtlCache<ProductRecord>(clock, deps.accessCacheMs ?? 30_000);
   const creatorName = async (userId: string) => (await deps.users.findById(userId))?.username ?? null;
 
   async function view(p: ProductRecord): Promise<ProductView> {
@@ -87,8 +92,23 @@ export function createProductService(deps: {
     throw denied();
   }
 
+  const subjectKey = (auth: AccessTokenRecord) => (auth.subject.kind === 'user' ? `u:${auth.subject.userId}` : auth.subject.kind === 'product' ? `p:${auth.subject.productId}` : 'c');
+
   return {
     access,
+    /**
+     * `access` remembered for a while: for the routes that reach a fleet's devices (calls, reads,
+     * streams), which need the product's id, never its counters. Product and team writes on
+     * this node drop every answer; other nodes see them within the cache lifetime.
+     */
+    async accessCached(auth: AccessTokenRecord, idOrSlug: string): Promise<ProductRecord> {
+      const key = `${subjectKey(auth)}|${idOrSlug}`;
+      const hit = accessCache.get(key);
+      if (hit) return hit;
+      const product = await access(auth, idOrSlug);
+      accessCache.set(key, product);
+      return product;
+    },
     lookup,
     view,
 
@@ -125,7 +145,9 @@ export function createProductService(deps: {
       if (body.name !== undefined) change.name = validateProductName(body.name);
       if (body.description !== undefined) change.description = validateDescription(body.description);
       if (Object.keys(change).length === 0) throw new DomainError('invalid_request', 'Nothing to change: send name or description');
+      accessCache.clear();
       const updated = await repo.update(product.id, change, clock.now());
+      accessCache.clear();
       if (!updated) throw denied();
       return view(updated);
     },
@@ -141,7 +163,9 @@ export function createProductService(deps: {
         throw new DomainError('conflict', `The product has ${customers} customer(s); to delete it anyway, repeat its slug: confirm=${product.slug}`);
       }
       await dropTokensAndClients(String(product.id));
+      accessCache.clear();
       await repo.delete(product.id);
+      accessCache.clear();
       const account = accountOf(actor.subject);
       await audit.record({ account, type: 'product.deleted', ip, details: { product_id: product.id, slug: product.slug } });
     },
@@ -155,7 +179,9 @@ export function createProductService(deps: {
       const username = validateEmail(usernameRaw);
       const user = await deps.users.findByUsername(username);
       if (!user) throw new DomainError('not_found', `No account with the username ${username}; it must sign up first`);
+      accessCache.clear();
       if (!(await repo.addMember(product.id, user.id, 'administrator', clock.now()))) throw new DomainError('conflict', `${user.username} is already a member of this team`);
+      accessCache.clear();
       const account = accountOf(actor.subject);
       await audit.record({ account, type: 'team.member_added', ip, details: { product_id: product.id, username: user.username } });
       return { username: user.username, role: 'administrator' };
@@ -166,7 +192,9 @@ export function createProductService(deps: {
       const members = await repo.members(product.id);
       if (!user || !members.some((m) => m.userId === user.id)) throw new DomainError('not_found', `${username.slice(0, 254)} is not a member of this team`);
       if (members.length === 1) throw new DomainError('conflict', 'The last member of a team cannot be removed; delete the product instead');
+      accessCache.clear();
       await repo.removeMember(product.id, user.id);
+      accessCache.clear();
       const account = accountOf(actor.subject);
       await audit.record({ account, type: 'team.member_removed', ip, details: { product_id: product.id, username: user.username } });
     },

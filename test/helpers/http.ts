@@ -17,8 +17,11 @@ export async function raw(url: string, init: RequestInit & { form?: Record<strin
     body = JSON.stringify(init.json);
   }
   if (init.token) headers.set('authorization', `Bearer ${init.token}`);
-  const res = await fetch(url, { ...init, headers, body: body ?? null });
-  const text = await res.text();
+  const controller = new AbortController();
+  const res = await fetch(url, { ...init, headers, body: body ?? null, signal: init.signal ?? controller.signal });
+  // An event stream never ends: take what arrived first (`:ok`) and hang up.
+  const streaming = (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
+  const text = streaming ? await firstChunk(res, controller) : await res.text();
   let json: unknown;
   try {
     json = text === '' ? undefined : JSON.parse(text);
@@ -30,4 +33,12 @@ export async function raw(url: string, init: RequestInit & { form?: Record<strin
 
 export function basic(id: string, secret: string): string {
   return `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+}
+
+async function firstChunk(res: Response, controller: AbortController): Promise<string> {
+  const reader = res.body!.getReader();
+  const { value } = await reader.read();
+  controller.abort();
+  await reader.cancel().catch(() => undefined);
+  return new TextDecoder().decode(value);
 }

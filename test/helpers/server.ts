@@ -53,6 +53,10 @@ export async function freshStore(options: { dataDir?: string } = {}): Promise<Te
 
 export interface TestServer {
   url: string;
+  /** mqtt://127.0.0.1:<port> of the device gateway. */
+  mqttUrl: string;
+  /** ws://127.0.0.1:<port>/mqtt when the test set MQTT_WS_PORT. */
+  wsUrl: string | undefined;
   skyport: Skyport;
   settings: Settings;
   clock: Clock;
@@ -68,16 +72,16 @@ export interface TestServerOptions {
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const store = options.store ?? (await freshStore());
-  const settings = loadSettings({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', SIGNUP: 'on', ...store.settings, ...options.env });
+  const settings = loadSettings({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: process.env.TEST_LOG ?? 'silent', SIGNUP: 'on', ...store.settings, ...options.env });
   const db = await store.open();
   await migrate(db);
   const clock = options.clock ?? systemClock;
-  const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: false });
-  await skyport.app.listen({ host: '127.0.0.1', port: 0 });
-  const address = skyport.app.server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
+  const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: process.env.TEST_LOG ? undefined : false });
+  const { url, mqttUrl, wsUrl } = await skyport.listen({ host: '127.0.0.1', port: 0, mqttPort: 0 });
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
+    mqttUrl,
+    wsUrl,
     skyport,
     settings,
     clock,

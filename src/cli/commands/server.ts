@@ -13,9 +13,9 @@ export function registerServerCommands(program: Command): void {
     .allowExcessArguments()
     .action(async (_opts, cmd: Command) => {
       const settings = settingsFrom(cmd.args);
-      const { skyport, url } = await startServer(settings);
+      const { skyport, url, mqttUrl, wsUrl } = await startServer(settings);
       const store = settings.databaseUrl ? 'PostgreSQL' : `embedded store in ${settings.dataDir}`;
-      process.stdout.write(`Skyport is running\n  API      ${url}\n  OpenAPI  ${url}/v1/openapi.json\n  storage  ${store}\n  sign-up  ${settings.signup ? 'open' : 'closed'}\n`);
+      process.stdout.write(`Skyport is running\n  API      ${url}\n  OpenAPI  ${url}/v1/openapi.json\n  MQTT     ${mqttUrl}\n${wsUrl ? `  MQTT/WS  ${wsUrl}\n` : ''}  storage  ${store}\n  sign-up  ${settings.signup ? 'open' : 'closed'}\n`);
       exitOnSignals(skyport, settings.shutdownGraceSeconds);
     });
 

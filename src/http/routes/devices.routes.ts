@@ -5,6 +5,7 @@ import { parseIdList } from '../../domain/devices.js';
 import { pageMeta } from '../../domain/paging.js';
 import type { ClaimService } from '../../services/claims.service.js';
 import type { DeviceService } from '../../services/devices.service.js';
+import type { DeviceCallService } from '../../services/device-calls.service.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
 import { Flag, Str, errorResponses } from '../schemas.js';
@@ -32,6 +33,7 @@ const DeviceChange = Type.Object({
   notes: Type.Optional(Type.Union([Str(1000), Type.Null()])),
   development: Type.Optional(Flag),
   desired_firmware_version: Type.Optional(Type.Union([Type.Integer(), Str(12), Type.Null()])),
+  signal: Type.Optional(Type.Union([Str(5), Type.Integer(), Type.Boolean()])),
   access_token: Type.Optional(Str(200)),
 }, { additionalProperties: true });
 const ImportResult = Type.Object({
@@ -57,8 +59,11 @@ async function multipartFileText(req: FastifyRequest): Promise<string> {
 }
 
 /** Devices (reference §5-7): identities, fleets, ownership and claim codes. */
-export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceService; claims: ClaimService; products: ProductService; guard: Guard }): void {
-  const { devices, products, guard } = deps;
+export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceService; deviceCalls: DeviceCallService; claims: ClaimService; products: ProductService; guard: Guard }): void {
+  const { devices, deviceCalls, products, guard } = deps;
+  // PUT with `signal` makes the device signal (reference §6); otherwise it changes the record.
+  const change = (d: Parameters<DeviceService['update']>[0], body: Record<string, unknown>, productRoute: boolean) =>
+    body.signal !== undefined ? deviceCalls.signal(d, body.signal) : devices.update(d, body, productRoute);
   const anyToken = guard();
   const console = guard({ subjects: ['user', 'product'] });
   type WithP = { Params: { productIdOrSlug: string } };
@@ -100,8 +105,8 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
 
   app.put<{ Params: { deviceId: string }; Body: Record<string, unknown> }>('/v1/devices/:deviceId', {
     preHandler: anyToken,
-    schema: { tags: ['devices'], summary: 'Rename a device or set its notes', params: D, body: DeviceChange, response: { ...errorResponses(400, 401, 403) } },
-  }, async (req) => devices.update(await devices.mustReach(authOf(req), req.params.deviceId), req.body, false));
+    schema: { tags: ['devices'], summary: 'Rename a device, set its notes, or make it signal', params: D, body: DeviceChange, response: { ...errorResponses(400, 401, 403, 404) } },
+  }, async (req) => change(await devices.mustReach(authOf(req), req.params.deviceId), req.body, false));
 
   app.delete<{ Params: { deviceId: string } }>('/v1/devices/:deviceId', {
     preHandler: anyToken,
@@ -230,8 +235,8 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
 
   app.put<WithPD & { Body: Record<string, unknown> }>('/v1/products/:productIdOrSlug/devices/:deviceId', {
     preHandler: console,
-    schema: { tags: ['product devices'], summary: 'Name, notes, development mode, firmware lock', params: PD, body: DeviceChange, response: { ...errorResponses(400, 401, 403, 404) } },
-  }, async (req) => devices.update(await devices.inProduct(await productOf(req), req.params.deviceId), req.body, true));
+    schema: { tags: ['product devices'], summary: 'Name, notes, development mode, firmware lock, or signal', params: PD, body: DeviceChange, response: { ...errorResponses(400, 401, 403, 404) } },
+  }, async (req) => change(await devices.inProduct(await productOf(req), req.params.deviceId), req.body, true));
 
   app.delete<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId', {
     preHandler: console,

@@ -1,0 +1,51 @@
+import type { DeviceOwner } from '../repositories/devices.repository.js';
+
+/**
+ * The bus: how an API node reaches the gateway node that holds a device's connection, and how
+ * events travel between devices, gateways and event streams (DESIGN.md, "The parts"). Routes
+ * and services talk only to this interface, so the in-process default and a multi-node
+ * deployment (NATS or Redis behind the same interface) run the same code.
+ */
+
+/** What the API may ask of a connected device. */
+export type DeviceCommand =
+  | { kind: 'call'; name: string; arg: string }
+  | { kind: 'get'; name: string }
+  | { kind: 'signal'; on: boolean }
+  | { kind: 'ping' }
+  /** One configuration module; the answer's value is the device's status (0, or a negative code). */
+  | { kind: 'config'; module: string; value: Record<string, unknown>; hash: string };
+
+/** A device's answer: a value (return_value, variable result, true) or the device's own error. */
+export type DeviceAnswer = { ok: true; value: unknown } | { ok: false; error: string };
+
+/** Serves the commands for one connected device; given by the gateway that holds it. */
+export type DeviceHandler = (command: DeviceCommand, timeoutMs: number) => Promise<DeviceAnswer>;
+
+/** An event, as streams and devices see it (reference §9), with who may see it. */
+export interface CloudEvent {
+  name: string;
+  data: string | null;
+  ttl: number;
+  published_at: string;
+  /** The publishing device, or `api`. */
+  coreid: string;
+  private: boolean;
+  /** Scope: the owner whose stream it belongs to, and the product whose stream it belongs to. */
+  owner: DeviceOwner | null;
+  productId: number | null;
+}
+
+export interface Bus {
+  /** Sends a command to the device wherever it is connected; rejects `device_offline` or `device_timeout`. */
+  send(deviceId: string, command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer>;
+  /** A gateway takes a device's connection; returns the release. A later hold replaces an earlier one. */
+  hold(deviceId: string, handler: DeviceHandler): () => void;
+  /** Whether some gateway holds the device now. */
+  isConnected(deviceId: string): Promise<boolean>;
+  /** Publishes an event to every subscriber (streams, gateways). */
+  publish(event: CloudEvent): void;
+  /** Receives every event; returns the unsubscribe. Subscribers filter by scope themselves. */
+  subscribe(listener: (event: CloudEvent) => void): () => void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,162 @@
+import { chmodSync, writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { readIdentities, runSimulation, type Identity, type SimulationProgress } from '../../sim/simulator.js';
+
+interface SimOptions {
+  count?: string;
+  product?: string;
+  apiUrl?: string;
+  mqttUrl?: string;
+  token?: string;
+  credentials?: string;
+  out?: string;
+  duration?: string;
+  concurrency?: string;
+  connectTimeout?: string;
+  json?: boolean;
+}
+
+const positive = (raw: string | undefined, name: string, fallback: number, max: number): number => {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) throw new Error(`--${name} must be a whole number from 1 to ${max}`);
+  return Number(raw);
+};
+
+/**
+ * Provisions `count` identities in the product through the API (at most 10,000 a request) into
+ * `out`. A request under way is let finish on Ctrl-C: the secrets it makes are shown only once.
+ */
+async function provision(apiUrl: string, token: string, product: string, count: number, out: Identity[], progress: (n: number) => void, signal: AbortSignal): Promise<void> {
+  while (out.length < count && !signal.aborted) {
+    const quantity = Math.min(10_000, count - out.length);
+    const res = await fetch(`${apiUrl}/v1/products/${encodeURIComponent(product)}/device_identities`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ quantity }),
+    }).catch((err: Error & { cause?: Error }) => {
+      throw new Error(`cannot reach the API at ${apiUrl}: ${err.cause?.message ?? err.message}`);
+    });
+    const body = (await res.json().catch(() => ({}))) as { devices?: Array<{ id: string; device_secret: string }>; error_description?: string; error?: string };
+    if (res.status !== 201 || !body.devices) throw new Error(`provisioning failed (${res.status}): ${body.error_description ?? body.error ?? 'no answer'}`);
+    out.push(...body.devices.map((d) => ({ id: d.id, secret: d.device_secret })));
+    progress(out.length);
+  }
+}
+
+/** A progress line on stderr: a bar on a terminal, a line every second otherwise. */
+function progressPrinter(label: string) {
+  const tty = process.stderr.isTTY === true;
+  let last = 0;
+  return {
+    update(done: number, total: number, extra = '') {
+      const now = Date.now();
+      if (!tty && now - last < 1000 && done < total) return;
+      last = now;
+      const width = 30;
+      const filled = total === 0 ? width : Math.round((done / total) * width);
+      const line = `${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}${extra}`;
+      process.stderr.write(tty ? `\r${line}` : `${line}\n`);
+    },
+    end() {
+      if (tty) process.stderr.write('\n');
+    },
+  };
+}
+
+export function registerSimCommand(program: Command): void {
+  program.command('sim')
+    .description('run simulated devices against a cloud (the load generator of the benchmarks)')
+    .option('--count <n>', 'devices to provision and connect', undefined)
+    .option('--product <idOrSlug>', 'product to provision the devices in')
+    .option('--credentials <file>', 'connect these identities (CSV or JSON from provisioning) instead of provisioning')
+    .option('--out <file>', 'write the provisioned identities to this CSV file')
+    .option('--api-url <url>', 'API URL (default SKYPORT_API_URL or http://localhost:8080)')
+    .option('--mqtt-url <url>', 'MQTT URL (default SKYPORT_MQTT_URL or the API host on port 1883)')
+    .option('--token <token>', 'access token (default SKYPORT_TOKEN)')
+    .option('--concurrency <n>', 'connections opened at once', '200')
+    .option('--connect-timeout <seconds>', 'a device not online after this long counts as failed', '30')
+    .option('--duration <seconds>', 'stop after this long (default: run until Ctrl-C)')
+    .option('--json', 'print the summary as JSON')
+    .action(async (opts: SimOptions) => {
+      // Ctrl-C at any point (provisioning, connecting, running) stops cleanly: devices get a
+      // DISCONNECT rather than a dropped socket, so the cloud publishes no will for them.
+      const stopping = new AbortController();
+      const stop = () => stopping.abort();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      try {
+        await simulate(opts, stopping.signal);
+      } finally {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+      }
+    });
+}
+
+/** Provisions or reads the identities, connects them, prints the summary, runs until stopped. */
+async function simulate(opts: SimOptions, signal: AbortSignal): Promise<void> {
+  const apiUrl = (opts.apiUrl ?? process.env.SKYPORT_API_URL ?? 'http://localhost:8080').replace(/\/+$/, '');
+  const mqttUrl = opts.mqttUrl ?? process.env.SKYPORT_MQTT_URL ?? `mqtt://${new URL(apiUrl).hostname}:1883`;
+  // Checked before anything is provisioned or connected.
+  const duration = opts.duration === undefined ? undefined : positive(opts.duration, 'duration', 1, 7 * 86400);
+  const concurrency = positive(opts.concurrency, 'concurrency', 200, 10_000);
+  const connectTimeoutMs = positive(opts.connectTimeout, 'connect-timeout', 30, 3600) * 1000;
+  let identities: Identity[];
+  if (opts.credentials) {
+    identities = readIdentities(opts.credentials);
+    if (opts.count) identities = identities.slice(0, positive(opts.count, 'count', 1, 1_000_000));
+  } else {
+    const count = positive(opts.count, 'count', 0, 1_000_000);
+    if (!count || !opts.product) throw new Error('give --count N and --product P, or --credentials FILE');
+    const token = opts.token ?? process.env.SKYPORT_TOKEN;
+    if (!token) throw new Error('an access token is needed to provision: --token or SKYPORT_TOKEN');
+    const bar = progressPrinter('provisioning');
+    identities = [];
+    try {
+      await provision(apiUrl, token, opts.product, count, identities, (n) => bar.update(n, count), signal);
+    } finally {
+      bar.end();
+      // Also when provisioning stopped half-way: the secrets made so far are not shown again.
+      // Written where only this user can read them.
+      if (opts.out && identities.length > 0) {
+        writeFileSync(opts.out, ['id,secret', ...identities.map((i) => `${i.id},${i.secret}`)].join('\n') + '\n', { mode: 0o600 });
+        chmodSync(opts.out, 0o600); // the mode above applies only to a new file
+      }
+    }
+  }
+
+  const bar = progressPrinter('connecting  ');
+  const result = await runSimulation(
+    { mqttUrl, identities, signal, concurrency, connectTimeoutMs },
+    { onProgress: (p: SimulationProgress) => bar.update(p.connected + p.failed, p.total, p.failed ? ` (${p.failed} failed)` : '') },
+  );
+  bar.end();
+  const summary = {
+    total: result.total, connected: result.connected, failed: result.failed, skipped: result.skipped,
+    connect_rate_per_s: result.connectRate, elapsed_ms: result.elapsedMs, errors: result.errors,
+  };
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+  } else {
+    const rows: Array<[string, string]> = [
+      ['connected', `${result.connected} of ${result.total}`],
+      ['failed', String(result.failed)],
+      ...(result.skipped ? [['skipped', String(result.skipped)] as [string, string]] : []),
+      ['connect rate', `${result.connectRate}/s`],
+      ['elapsed', `${(result.elapsedMs / 1000).toFixed(1)} s`],
+    ];
+    process.stdout.write(rows.map(([k, v]) => `${k.padEnd(14)}${v}\n`).join(''));
+    for (const e of result.errors) process.stdout.write(`  ${e}\n`);
+  }
+
+  // With no device connected there is nothing to keep running.
+  if (!signal.aborted && result.devices.length > 0) {
+    if (duration === undefined && !opts.json) process.stderr.write('running; Ctrl-C to stop\n');
+    await new Promise<void>((resolve) => {
+      const timer = duration === undefined ? undefined : setTimeout(resolve, duration * 1000);
+      signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+    });
+  }
+  await Promise.all(result.devices.map((d) => d.close().catch(() => undefined)));
+  if (result.failed > 0) process.exitCode = 1;
+}

@@ -1,0 +1,148 @@
+import type { Ajv } from 'ajv';
+import type { Violation } from './schema-rules.js';
+
+/**
+ * Configuration values against a schema (SPEC.md §2.5, §3.2; DESIGN.md, "Decisions already
+ * taken"): defaults, validation of fleet and device writes, the effective configuration of a
+ * device with the source of each module, and the size of what one device message carries.
+ * Pure functions: storage and delivery are elsewhere.
+ */
+
+type Json = Record<string, unknown>;
+export type Values = Record<string, Json>;
+export type Source = 'default' | 'fleet' | 'device';
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function modules(schema: Json): Array<[string, Json]> {
+  return isObject(schema.properties) ? Object.entries(schema.properties).filter((e): e is [string, Json] => isObject(e[1])) : [];
+}
+
+export const isDeviceLevelOnly = (schema: Json, module: string): boolean => {
+  const m = isObject(schema.properties) ? schema.properties[module] : undefined;
+  return isObject(m) && m.deviceLevelOnly === true;
+};
+
+/** The defaults of one object schema: each property's `default`, objects filled recursively. */
+function defaultsOf(node: Json): Json {
+  const out: Json = {};
+  if (!isObject(node.properties)) return out;
+  for (const [key, sub] of Object.entries(node.properties)) {
+    if (!isObject(sub)) continue;
+    if (sub.type === 'object') out[key] = { ...(isObject(sub.default) ? sub.default : {}), ...defaultsOf(sub) };
+    else if ('default' in sub) out[key] = sub.default;
+  }
+  return out;
+}
+
+/** Every module's defaults; device-level-only modules only when asked (the fleet never shows them). */
+export function schemaDefaults(schema: Json, options: { deviceLevelOnly: boolean }): Values {
+  const out: Values = {};
+  for (const [name, m] of modules(schema)) if (options.deviceLevelOnly || m.deviceLevelOnly !== true) out[name] = defaultsOf(m);
+  return out;
+}
+
+export type WriteScope = { kind: 'fleet' } | { kind: 'device'; development: boolean };
+
+/**
+ * Checks a whole-object write (nothing merges): JSON Schema validation of each module, with a
+ * JSON pointer to each bad value, then the scope rules: the fleet never carries device-level-only
+ * modules; a regular device carries only device-level-only modules; a development device any.
+ */
+export function validateValues(schema: Json, values: unknown, scope: WriteScope, ajv: Ajv): Violation[] {
+  if (!isObject(values)) return [{ path: '', message: 'Configuration values are a JSON object of modules' }];
+  const violations: Violation[] = [];
+  const known = new Map(modules(schema));
+  for (const [name, value] of Object.entries(values)) {
+    const path = `/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+    const module = known.get(name);
+    if (!module) {
+      violations.push({ path, message: `Unknown module "${name}"; the schema has ${[...known.keys()].join(', ')}` });
+      continue;
+    }
+    if (scope.kind === 'fleet' && module.deviceLevelOnly === true) {
+      violations.push({ path, message: `Module "${name}" is device-level only: set it per device, not for the fleet` });
+      continue;
+    }
+    if (scope.kind === 'device' && !scope.development && module.deviceLevelOnly !== true) {
+      violations.push({ path, message: `Module "${name}" is set for the fleet; a regular device takes only device-level-only modules (make it a development device to set any module)` });
+      continue;
+    }
+    const { $id: _id, ...moduleSchema } = module;
+    // Unknown keys inside a module are refused too: a typo must not pass as a setting.
+    const strict = closeObjects(moduleSchema);
+    if (!ajv.validate(strict, value)) {
+      for (const e of ajv.errors ?? []) {
+        const extra = e.keyword === 'additionalProperties' ? `/${String((e.params as { additionalProperty: string }).additionalProperty)}` : '';
+        violations.push({ path: `${path}${e.instancePath}${extra}`, message: e.keyword === 'additionalProperties' ? 'Unknown setting' : (e.message ?? 'is invalid'), params: e.params as Record<string, unknown> });
+      }
+    }
+  }
+  return violations;
+}
+
+/** The schema with `additionalProperties: false` on every object that lists its properties. */
+function closeObjects(node: Json): Json {
+  const out: Json = { ...node };
+  if (isObject(node.properties)) {
+    out.properties = Object.fromEntries(Object.entries(node.properties).map(([k, v]) => [k, isObject(v) ? closeObjects(v) : v]));
+    if (out.additionalProperties === undefined) out.additionalProperties = false;
+  }
+  return out;
+}
+
+export interface EffectiveInput {
+  schema: Json;
+  fleet: Values;
+  device: Values;
+  /**
+   * Whether the device's own values of fleet modules win: while it is a development device, and
+   * after it returns to regular mode until the next fleet change (SPEC.md §3.2).
+   */
+  deviceValuesWin: boolean;
+}
+
+/**
+ * The effective configuration of a device, module by module: the device's own module where it
+ * applies (device-level-only modules always; others while `deviceValuesWin`), else the fleet's
+ * (never device-level-only), else the schema's defaults. A chosen module object is whole; keys
+ * it leaves out take their defaults.
+ */
+export function effectiveConfig(input: EffectiveInput): { values: Values; sources: Record<string, Source> } {
+  const values: Values = {};
+  const sources: Record<string, Source> = {};
+  for (const [name, m] of modules(input.schema)) {
+    const dlo = m.deviceLevelOnly === true;
+    const defaults = defaultsOf(m);
+    const own = input.device[name];
+    const fleet = input.fleet[name];
+    if (own && (dlo || input.deviceValuesWin)) {
+      values[name] = fill(defaults, own);
+      sources[name] = 'device';
+    } else if (fleet && !dlo) {
+      values[name] = fill(defaults, fleet);
+      sources[name] = 'fleet';
+    } else {
+      values[name] = defaults;
+      sources[name] = 'default';
+    }
+  }
+  return { values, sources };
+}
+
+/** `value` with what it leaves out taken from `defaults`, at every depth (a zone's keys too). */
+function fill(defaults: Json, value: Json): Json {
+  const out: Json = { ...defaults, ...value };
+  for (const [k, d] of Object.entries(defaults)) if (isObject(d) && isObject(value[k])) out[k] = fill(d, value[k]);
+  return out;
+}
+
+/** Bytes of the message that carries one module to a device: `{"<module>":{...}}` in UTF-8. */
+export function moduleMessageBytes(module: string, value: Json): number {
+  return Buffer.byteLength(JSON.stringify({ [module]: value }));
+}
+
+/** Modules of a write that could not reach a device with this publish limit, with their sizes. */
+export function oversizedModules(values: Values, limit: number): Array<{ module: string; bytes: number; limit: number }> {
+  return Object.entries(values).map(([module, v]) => ({ module, bytes: moduleMessageBytes(module, v), limit })).filter((m) => m.bytes > limit);
+}

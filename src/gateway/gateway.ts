@@ -1,0 +1,184 @@
+import type { Duplex } from 'node:stream';
+import type { Log } from '../platform/log.js';
+import type { Bus, CloudEvent } from '../bus/bus.js';
+import type { FailureLimiter } from '../domain/failure-limiter.js';
+import type { DeviceOwner, DeviceRecord } from '../repositories/devices.repository.js';
+import type { PresenceService } from '../services/presence.service.js';
+import type { Clock } from '../platform/clock.js';
+import { DeviceConnection } from './connection.js';
+import type { GatewayContext, SessionDevice } from './context.js';
+
+export interface GatewayDeps {
+  bus: Bus;
+  presence: PresenceService;
+  limiter: FailureLimiter;
+  clock: Clock;
+  log: () => Log;
+  authenticate(id: string, secret: string): Promise<DeviceRecord | null>;
+  claim(deviceId: string, code: string): Promise<DeviceOwner>;
+  /** A device reported the hashes of the configuration it holds (delivery answers with what differs). */
+  configHello(deviceId: string, hashes: Record<string, string>): void;
+}
+
+const ownerKey = (o: DeviceOwner) => `${o.kind}:${o.id}`;
+const CONNECT_TIMEOUT_MS = 10_000;
+const MAX_PACKET_BYTES = 16 * 1024;
+
+/**
+ * The device gateway: MQTT connections of devices (docs/device-protocol.md), whatever transport
+ * carried them (listeners.ts). It keeps the table of connected devices, serves the bus's
+ * commands for them, routes events to the devices that subscribed, and reports presence.
+ *
+ * Devices talk only to the cloud, never to each other directly, so this is not a general broker:
+ * every topic is a device's own, and routing is a lookup by device, owner or product.
+ */
+export function createGateway(deps: GatewayDeps) {
+  const connections = new Set<DeviceConnection>();
+  const byDevice = new Map<string, DeviceConnection>();
+  const byOwner = new Map<string, Set<DeviceConnection>>();
+  const byProduct = new Map<number, Set<DeviceConnection>>();
+  const releases = new Map<DeviceConnection, () => void>();
+  let closing = false;
+
+  const index = <K>(map: Map<K, Set<DeviceConnection>>, key: K, conn: DeviceConnection, add: boolean) => {
+    const set = map.get(key);
+    if (add) {
+      if (set) set.add(conn);
+      else map.set(key, new Set([conn]));
+    } else if (set) {
+      set.delete(conn);
+      if (set.size === 0) map.delete(key);
+    }
+  };
+  const indexScope = (conn: DeviceConnection, add: boolean) => {
+    const d = conn.device;
+    if (!d) return;
+    if (d.owner) index(byOwner, ownerKey(d.owner), conn, add);
+    if (d.productId !== null) index(byProduct, d.productId, conn, add);
+  };
+
+  function statusEvent(d: SessionDevice, status: 'online' | 'offline'): CloudEvent {
+    return { name: 'spark/status', data: status, ttl: 60, published_at: deps.clock.now().toISOString(), coreid: d.id, private: true, owner: d.owner, productId: d.productId };
+  }
+
+  const ctx: GatewayContext = {
+    get log() { return deps.log(); },
+    limiter: deps.limiter,
+    maxPacketBytes: MAX_PACKET_BYTES,
+    closing: () => closing,
+    async authenticate(id, secret) {
+      const d = await deps.authenticate(id, secret);
+      return d && {
+        id: d.id, platformId: d.platformId, productId: d.productId, owner: d.owner,
+        functions: d.functions, variables: d.variables, systemFirmwareVersion: d.systemFirmwareVersion,
+      };
+    },
+    describe: (id, hello) => deps.presence.describe(id, hello),
+    claim: (id, code) => deps.claim(id, code),
+    heard: (id) => deps.presence.heard(id),
+    configHello: (id, hashes) => deps.configHello(id, hashes),
+    publishEvent(from, e) {
+      const d = from.device as SessionDevice;
+      deps.bus.publish({ ...e, published_at: deps.clock.now().toISOString(), coreid: d.id, owner: d.owner, productId: d.productId });
+    },
+    attached(conn) {
+      const d = conn.device as SessionDevice;
+      const older = byDevice.get(d.id);
+      if (older && older !== conn) older.replace();
+      byDevice.set(d.id, conn);
+      indexScope(conn, true);
+      releases.set(conn, deps.bus.hold(d.id, (command, timeoutMs) => conn.serve(command, timeoutMs)));
+      deps.presence.connected(d.id, conn.ip);
+      deps.bus.publish(statusEvent(d, 'online'));
+    },
+    detached(conn, reason) {
+      connections.delete(conn);
+      const d = conn.device;
+      if (!d) return;
+      indexScope(conn, false);
+      releases.get(conn)?.();
+      releases.delete(conn);
+      // A replaced connection hands over to the newer one: the device stays online.
+      if (byDevice.get(d.id) !== conn) return;
+      byDevice.delete(d.id);
+      deps.log().debug({ device: d.id, reason }, 'device disconnected');
+      deps.presence.disconnected(d.id);
+      deps.bus.publish(statusEvent(d, 'offline'));
+    },
+    moved(conn, to) {
+      indexScope(conn, false);
+      const d = conn.device as SessionDevice;
+      d.owner = to.owner;
+      d.productId = to.productId;
+      indexScope(conn, true);
+    },
+  };
+
+  // Events reach the devices in their scope that subscribed (docs/device-protocol.md, "Events").
+  // The cloud's own presence events (spark/status) go to streams only: sent to devices, a fleet
+  // reconnecting at once would cost a delivery per pair of devices.
+  const unsubscribe = deps.bus.subscribe((event) => {
+    if (event.name.startsWith('spark/')) return;
+    const seen = new Set<DeviceConnection>();
+    const reach = (set: Set<DeviceConnection> | undefined) => {
+      if (!set) return;
+      for (const c of set) {
+        if (seen.has(c)) continue;
+        seen.add(c);
+        c.deliver(event);
+      }
+    };
+    if (event.owner) reach(byOwner.get(ownerKey(event.owner)));
+    if (event.productId !== null) reach(byProduct.get(event.productId));
+  });
+
+  // One sweep for every connection instead of a timer each: CONNECT deadline and keep-alive
+  // (MQTT 3.1.1 §3.1.2.10: 1.5 times the keep-alive without a packet means the client is gone).
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const c of connections) {
+      if (c.state === 'connecting' && now - c.openedAt > CONNECT_TIMEOUT_MS) c.expire();
+      else if (c.state === 'connected' && c.keepaliveSeconds > 0 && now - c.lastSeen > c.keepaliveSeconds * 1500) c.expire();
+    }
+  }, 1000);
+  sweep.unref();
+
+  return {
+    /** Takes a new transport connection (TCP, TLS or WebSocket stream). */
+    accept(stream: Duplex, ip: string): void {
+      if (closing) {
+        stream.destroy();
+        return;
+      }
+      connections.add(new DeviceConnection(ctx, stream, ip));
+    },
+    /**
+     * A device's owner or product changed through the API (claim, release, import, removal):
+     * its connection takes the new scope, so that events follow it at once.
+     */
+    rescope(deviceId: string, to: { owner: DeviceOwner | null; productId: number | null }): void {
+      const conn = byDevice.get(deviceId);
+      if (conn?.device) ctx.moved(conn, to);
+    },
+    /** An owner lost all its devices (account or customer deleted): their connections lose it. */
+    releaseOwner(owner: DeviceOwner): void {
+      for (const conn of [...(byOwner.get(ownerKey(owner)) ?? [])]) ctx.moved(conn, { owner: null, productId: conn.device?.productId ?? null });
+    },
+    /** Whether this gateway holds the device's connection. */
+    holds: (deviceId: string): boolean => byDevice.has(deviceId),
+    /** Devices connected now. */
+    get size(): number {
+      return byDevice.size;
+    },
+    /** Closes every connection and waits for their presence to be stored. */
+    async close(): Promise<void> {
+      closing = true;
+      clearInterval(sweep);
+      unsubscribe();
+      for (const c of [...connections]) c.shutdown();
+      await deps.presence.settle();
+    },
+  };
+}
+
+export type Gateway = ReturnType<typeof createGateway>;

@@ -1,0 +1,108 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { DomainError } from '../../domain/errors.js';
+import type { DeviceCallService } from '../../services/device-calls.service.js';
+import type { DeviceService } from '../../services/devices.service.js';
+import type { ProductService } from '../../services/products.service.js';
+import type { DeviceRecord } from '../../repositories/devices.repository.js';
+import { authOf, type Guard } from '../auth.js';
+import { Str, errorResponses } from '../schemas.js';
+
+const D = Type.Object({ deviceId: Str(100), name: Str(100) });
+const PD = Type.Object({ productIdOrSlug: Str(100), deviceId: Str(100), name: Str(100) });
+const PingParams = Type.Object({ deviceId: Str(100) });
+const ProductPingParams = Type.Object({ productIdOrSlug: Str(100), deviceId: Str(100) });
+const Timeout = Type.Union([Type.Number(), Str(12)], { description: 'Seconds to wait for the device (default DEVICE_CALL_TIMEOUT_SECONDS)' });
+const CallBody = Type.Object({
+  arg: Type.Optional(Type.Union([Str(2048), Type.Number(), Type.Boolean()])),
+  args: Type.Optional(Type.Union([Str(2048), Type.Number(), Type.Boolean()])),
+  timeout: Type.Optional(Timeout),
+  format: Type.Optional(Str(10)),
+  access_token: Type.Optional(Str(200)),
+}, { additionalProperties: true });
+const Query = Type.Object({ format: Type.Optional(Str(10)), timeout: Type.Optional(Timeout) }, { additionalProperties: true });
+const CallAnswer = Type.Object({ id: Type.String(), name: Type.Union([Type.String(), Type.Null()]), connected: Type.Boolean(), return_value: Type.Integer() });
+const ReadAnswer = Type.Object({
+  name: Type.String(),
+  result: Type.Union([Type.Number(), Type.String(), Type.Boolean()]),
+  coreInfo: Type.Object({ name: Type.Union([Type.String(), Type.Null()]), deviceID: Type.String(), connected: Type.Boolean(), last_handshake_at: Type.Union([Type.String(), Type.Null()]), last_app: Type.String() }),
+});
+const PingAnswer = Type.Object({ online: Type.Boolean(), ok: Type.Boolean() });
+
+type CallBodyT = { arg?: string | number | boolean; args?: string | number | boolean; timeout?: number | string; format?: string } | undefined;
+
+function argOf(body: CallBodyT): string {
+  if (body?.arg !== undefined && body.args !== undefined) throw new DomainError('invalid_request', 'Send the argument as arg or args, not both');
+  const v = body?.arg ?? body?.args ?? '';
+  return String(v);
+}
+
+function seconds(v: number | string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = typeof v === 'number' ? v : Number(v);
+  if (typeof v === 'string' && !/^\d+(\.\d+)?$/.test(v.trim())) throw new DomainError('invalid_request', 'timeout must be a number of seconds');
+  return n;
+}
+
+/** `?format=raw` answers the bare value as text (reference §6). */
+function answer(reply: FastifyReply, format: string | undefined, body: object, raw: unknown) {
+  if (format === 'raw') return reply.type('text/plain; charset=utf-8').send(String(raw));
+  return reply.send(body);
+}
+
+/**
+ * Function calls, variable reads and ping (reference §6; docs/device-protocol.md), on the
+ * caller's devices and on a product's fleet.
+ */
+export function deviceCallRoutes(app: FastifyInstance, deps: { devices: DeviceService; deviceCalls: DeviceCallService; products: ProductService; guard: Guard }): void {
+  const { devices, deviceCalls, products, guard } = deps;
+  const anyToken = guard();
+  const console = guard({ subjects: ['user', 'product'] });
+  const mine = (req: FastifyRequest<{ Params: { deviceId: string } }>) => devices.mustReach(authOf(req), req.params.deviceId);
+  const inFleet = async (req: FastifyRequest<{ Params: { productIdOrSlug: string; deviceId: string } }>) =>
+    devices.inProduct(await products.accessCached(authOf(req), req.params.productIdOrSlug), req.params.deviceId);
+
+  const call = async (d: DeviceRecord, name: string, body: CallBodyT, query: { format?: string; timeout?: number | string }, reply: FastifyReply) => {
+    const out = await deviceCalls.call(d, name, argOf(body), seconds(body?.timeout ?? query.timeout));
+    return answer(reply, body?.format ?? query.format, out, out.return_value);
+  };
+  const read = async (d: DeviceRecord, name: string, query: { format?: string; timeout?: number | string }, reply: FastifyReply) => {
+    const out = await deviceCalls.read(d, name, seconds(query.timeout));
+    return answer(reply, query.format, out, out.result);
+  };
+  const callSchema = (params: typeof D | typeof PD, tags: string[]) => ({
+    tags, summary: 'Call a function on the device; answers once the device replies', params, body: CallBody, querystring: Query,
+    response: { 200: CallAnswer, ...errorResponses(400, 401, 403, 404, 408, 429) },
+  });
+  const readSchema = (params: typeof D | typeof PD, tags: string[]) => ({
+    tags, summary: "Read a variable of the device (?format=raw for the bare value)", params, querystring: Query,
+    response: { 200: ReadAnswer, ...errorResponses(400, 401, 403, 404, 408, 429) },
+  });
+
+  type Q = { Querystring: { format?: string; timeout?: number | string } };
+  app.post<{ Params: { deviceId: string; name: string }; Body: CallBodyT } & Q>('/v1/devices/:deviceId/:name', {
+    preHandler: anyToken, schema: callSchema(D, ['device calls']),
+  }, async (req, reply) => call(await mine(req), req.params.name, req.body, req.query, reply));
+
+  app.post<{ Params: { productIdOrSlug: string; deviceId: string; name: string }; Body: CallBodyT } & Q>('/v1/products/:productIdOrSlug/devices/:deviceId/:name', {
+    preHandler: console, schema: callSchema(PD, ['device calls']),
+  }, async (req, reply) => call(await inFleet(req), req.params.name, req.body, req.query, reply));
+
+  app.get<{ Params: { deviceId: string; name: string } } & Q>('/v1/devices/:deviceId/:name', {
+    preHandler: anyToken, schema: readSchema(D, ['device calls']),
+  }, async (req, reply) => read(await mine(req), req.params.name, req.query, reply));
+
+  app.get<{ Params: { productIdOrSlug: string; deviceId: string; name: string } } & Q>('/v1/products/:productIdOrSlug/devices/:deviceId/:name', {
+    preHandler: console, schema: readSchema(PD, ['device calls']),
+  }, async (req, reply) => read(await inFleet(req), req.params.name, req.query, reply));
+
+  app.put<{ Params: { deviceId: string } }>('/v1/devices/:deviceId/ping', {
+    preHandler: anyToken,
+    schema: { tags: ['device calls'], summary: 'Whether the device is connected now', params: PingParams, response: { 200: PingAnswer, ...errorResponses(400, 401, 403) } },
+  }, async (req) => deviceCalls.ping(await mine(req)));
+
+  app.put<{ Params: { productIdOrSlug: string; deviceId: string } }>('/v1/products/:productIdOrSlug/devices/:deviceId/ping', {
+    preHandler: console,
+    schema: { tags: ['device calls'], summary: 'Whether the fleet device is connected now', params: ProductPingParams, response: { 200: PingAnswer, ...errorResponses(400, 401, 403, 404) } },
+  }, async (req) => deviceCalls.ping(await inFleet(req)));
+}

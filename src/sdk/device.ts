@@ -1,0 +1,326 @@
+import { EventEmitter } from 'node:events';
+import mqtt from 'mqtt';
+import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { refusal } from './errors.js';
+import { answerCall, answerGet, type FunctionHandler, type Reply, type Variable, type VariableGetter, type VariableType } from './replies.js';
+import { topicMatches } from '../domain/device-protocol.js';
+
+/** An event as the cloud delivers it to a device (docs/device-protocol.md, "Events"). */
+export interface DeviceEventMessage {
+  name: string;
+  data: string | null;
+  ttl: number;
+  published_at: string;
+  coreid: string;
+}
+
+/** What the cloud says on `cloud/error` when it refused something the device sent. */
+export interface CloudWarning { topic: string; error: string; message: string }
+
+export interface ReconnectOptions extends BackoffOptions {
+  /** A connection that lasted this long (ms) starts the backoff over from `minMs`. */
+  stableMs: number;
+}
+
+export interface DeviceOptions {
+  /** mqtt://host:1883, mqtts://host:1883 (TLS) or ws://host:port/mqtt */
+  url: string;
+  id: string;
+  secret: string;
+  /** 4 (MQTT 3.1.1, the default) or 5. */
+  protocolVersion?: 4 | 5;
+  /** Seconds; the cloud drops a device silent for 1.5 times this. */
+  keepalive?: number;
+  firmwareVersion?: number;
+  /** Device OS version reported to the cloud; sets the publish limit (default 5.8.0: 1024 bytes). */
+  systemFirmwareVersion?: string;
+  /** Backoff bounds (default 1 s to 60 s, reset after 10 s online), or false: never reconnect. */
+  reconnect?: Partial<ReconnectOptions> | false;
+  /** Passed to mqtt.js for TLS (ca, rejectUnauthorized...). */
+  tls?: Pick<mqtt.IClientOptions, 'ca' | 'rejectUnauthorized' | 'servername'>;
+  /** How long claim() waits for the cloud's answer (ms, default 10 s). */
+  claimTimeoutMs?: number;
+}
+
+type Waiter = (err?: Error) => void;
+interface PendingClaim { resolve: () => void; reject: (err: Error) => void; timer: NodeJS.Timeout }
+
+/**
+ * A device, as firmware would be (docs/device-protocol.md; docs/sdk.md): it connects with its id
+ * and secret, describes its functions and variables, answers calls and reads, publishes and
+ * receives events, presents claim codes, and reconnects with exponential backoff and full jitter.
+ *
+ * Events: 'online', 'offline', 'error' (Error), 'warning' (CloudWarning), 'signal' (boolean).
+ */
+export class Device extends EventEmitter {
+  readonly id: string;
+  private client: mqtt.MqttClient | null = null;
+  private readonly functions = new Map<string, FunctionHandler>();
+  private readonly variables = new Map<string, Variable>();
+  private readonly subscriptions: Array<{ filter: string; handler: (e: DeviceEventMessage) => void }> = [];
+  private readonly claims: PendingClaim[] = [];
+  private readonly waiters = new Set<Waiter>();
+  private attempt = 0;
+  private retry: NodeJS.Timeout | null = null;
+  private closed = false;
+  private online = false;
+  private onlineSince = 0;
+
+  constructor(private readonly options: DeviceOptions) {
+    super();
+    this.id = options.id.toLowerCase();
+    // An 'error' without a listener would throw; a device keeps running and reconnects instead.
+    this.on('error', () => undefined);
+  }
+
+  get connected(): boolean {
+    return this.online;
+  }
+
+  /** Registers a cloud function (at most 15, names of 1-64 characters); sends `hello` again if online. */
+  function(name: string, handler: FunctionHandler): this {
+    this.functions.set(name, handler);
+    this.describe();
+    return this;
+  }
+
+  /** Registers a cloud variable read through `get` (at most 20); sends `hello` again if online. */
+  variable(name: string, type: VariableType, get: VariableGetter): this {
+    this.variables.set(name, { type, get });
+    this.describe();
+    return this;
+  }
+
+  /**
+   * Receives events whose name matches `filter`: a name (that name only), `family/#`, or any MQTT
+   * filter over names. The device's `devices/<id>/cloud/#` subscription already brings every
+   * event the cloud sends it ("Events"), so filters are matched here, not subscribed one by one.
+   */
+  subscribe(filter: string, handler: (event: DeviceEventMessage) => void): this {
+    this.subscriptions.push({ filter, handler });
+    return this;
+  }
+
+  onSignal(handler: (on: boolean) => void): this {
+    return this.on('signal', handler);
+  }
+
+  /**
+   * Connects and resolves once the device is subscribed and has said `hello`. Rejects with
+   * CredentialsRefusedError when the cloud refuses the id or secret, and when close() is called
+   * first. Network failures are retried with backoff and do not reject; with `timeoutMs`, a
+   * device not online by then is closed and the promise rejects.
+   */
+  connect(options: { timeoutMs?: number } = {}): Promise<void> {
+    if (this.online) return Promise.resolve();
+    this.closed = false;
+    const ready = new Promise<void>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waiter: Waiter = (err) => {
+        this.waiters.delete(waiter);
+        if (timer) clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      };
+      this.waiters.add(waiter);
+      if (options.timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          waiter(new Error(`the device did not connect within ${options.timeoutMs} ms`));
+          void this.close();
+        }, options.timeoutMs);
+      }
+    });
+    if (!this.client && !this.retry) this.open();
+    return ready;
+  }
+
+  /** Publishes an event (docs/device-protocol.md, "Events"); resolves on the cloud's PUBACK. */
+  async publish(name: string, data?: string | null, options: { ttl?: number; private?: boolean } = {}): Promise<void> {
+    const client = this.mustBeConnected();
+    const body = { data: data ?? null, ttl: options.ttl ?? 60, private: options.private ?? true };
+    await client.publishAsync(`devices/${this.id}/events/${name}`, JSON.stringify(body), { qos: 1 });
+  }
+
+  /** Presents a claim code ("Claiming"); resolves when the cloud says the device is claimed. */
+  claim(code: string): Promise<void> {
+    const client = this.mustBeConnected();
+    return new Promise((resolve, reject) => {
+      const pending: PendingClaim = {
+        resolve, reject,
+        timer: setTimeout(() => {
+          this.dropClaim(pending);
+          reject(new Error('the cloud did not answer the claim in time'));
+        }, this.options.claimTimeoutMs ?? 10_000),
+      };
+      this.claims.push(pending);
+      client.publish(`devices/${this.id}/claim`, JSON.stringify({ code }), { qos: 1 });
+    });
+  }
+
+  /** Disconnects for good (DISCONNECT, so no will is published) and stops reconnecting. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    const client = this.client;
+    this.client = null;
+    const stopped = new Error('the device was closed');
+    for (const w of [...this.waiters]) w(stopped);
+    for (const c of this.claims.splice(0)) { clearTimeout(c.timer); c.reject(stopped); }
+    if (client) {
+      // A clean end waits for in-flight packets; a dead link would hold it forever.
+      const forced = setTimeout(() => client.end(true), 2000);
+      await client.endAsync().finally(() => clearTimeout(forced));
+    }
+    this.setOnline(false);
+  }
+
+  private mustBeConnected(): mqtt.MqttClient {
+    if (!this.client || !this.online) throw new Error('the device is not connected');
+    return this.client;
+  }
+
+  private open(): void {
+    const o = this.options;
+    const client = mqtt.connect(o.url, {
+      clientId: this.id, username: this.id, password: o.secret,
+      protocolVersion: o.protocolVersion ?? 4, keepalive: o.keepalive ?? 60, clean: true,
+      // Reconnects are ours (backoff with jitter); mqtt.js would retry at a fixed period.
+      reconnectPeriod: 0, connectTimeout: 10_000, ...o.tls,
+    });
+    this.client = client;
+    let acknowledged = false;
+    client.on('connect', () => {
+      acknowledged = true;
+      // Replies are small writes; Nagle's algorithm would hold each behind the previous ACK.
+      (client.stream as unknown as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
+      void this.afterConnect(client);
+    });
+    client.on('message', (topic, payload) => this.onMessage(client, topic, payload));
+    client.on('error', (err: Error & { code?: unknown }) => {
+      // Only a CONNACK refuses the device; later reason codes (a PUBACK 0x87...) are not about it.
+      const refused = acknowledged ? null : refusal(err.code);
+      if (refused?.final) {
+        this.closed = true;
+        for (const w of [...this.waiters]) w(refused);
+      } else if (refused) {
+        // Banned for a while: the next tries come at the slow end of the backoff.
+        this.attempt = Math.max(this.attempt, 30);
+      }
+      this.emit('error', refused ?? err);
+    });
+    client.on('close', () => {
+      if (this.client !== client) return;
+      this.client = null;
+      // Only a connection that held for a while starts the backoff over: a cloud that accepts and
+      // drops at once (or another connection that keeps taking the id over) is not hammered.
+      if (this.online && Date.now() - this.onlineSince >= this.reconnectOptions().stableMs) this.attempt = 0;
+      this.setOnline(false);
+      this.scheduleReconnect();
+    });
+  }
+
+  /** "Connecting": sessions are not kept, so subscribe and describe the device on every connect. */
+  private async afterConnect(client: mqtt.MqttClient): Promise<void> {
+    try {
+      const granted = await client.subscribeAsync(`devices/${this.id}/cloud/#`, { qos: 1 });
+      if (granted.some((g) => g.qos >= 0x80)) throw new Error(`the cloud refused the subscription to devices/${this.id}/cloud/#`);
+      await client.publishAsync(`devices/${this.id}/hello`, this.helloPayload(), { qos: 1 });
+      if (this.client !== client) return;
+      this.onlineSince = Date.now();
+      this.setOnline(true);
+      for (const w of [...this.waiters]) w();
+    } catch (err) {
+      this.emit('error', err as Error);
+      // A device that cannot hear the cloud is of no use connected: drop it and try again.
+      if (this.client === client) client.end(true);
+    }
+  }
+
+  private reconnectOptions(): ReconnectOptions {
+    return { minMs: 1000, maxMs: 60_000, stableMs: 10_000, ...(this.options.reconnect || {}) };
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.options.reconnect === false) return;
+    const delay = backoffDelay(this.attempt++, this.reconnectOptions());
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      if (!this.closed) this.open();
+    }, delay);
+  }
+
+  private setOnline(on: boolean): void {
+    if (this.online === on) return;
+    this.online = on;
+    this.emit(on ? 'online' : 'offline');
+  }
+
+  private helloPayload(): string {
+    const variables = Object.fromEntries([...this.variables].map(([name, v]) => [name, v.type]));
+    const hello: Record<string, unknown> = { functions: [...this.functions.keys()], variables };
+    if (this.options.firmwareVersion !== undefined) hello.firmware_version = this.options.firmwareVersion;
+    hello.system_firmware_version = this.options.systemFirmwareVersion ?? '5.8.0';
+    return JSON.stringify(hello);
+  }
+
+  /** "The device describes itself": again whenever something changes while online. */
+  private describe(): void {
+    if (this.client && this.online) this.client.publish(`devices/${this.id}/hello`, this.helloPayload(), { qos: 1 });
+  }
+
+  private dropClaim(claim: PendingClaim): void {
+    const i = this.claims.indexOf(claim);
+    if (i >= 0) this.claims.splice(i, 1);
+  }
+
+  private onMessage(client: mqtt.MqttClient, topic: string, payload: Buffer): void {
+    const prefix = `devices/${this.id}/cloud/`;
+    if (!topic.startsWith(prefix)) return;
+    const leaf = topic.slice(prefix.length);
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    // QoS 0: the reply is the acknowledgement, and the cloud drops late ones anyway.
+    const reply = (answer: Reply) => void client.publish(`devices/${this.id}/reply`, JSON.stringify(answer), { qos: 0 });
+    // Handlers are the application's: one that throws must not take the connection down with it.
+    try {
+      if (leaf === 'call') void answerCall(this.functions.get(String(body.name)), body).then(reply);
+      else if (leaf === 'get') void answerGet(this.variables.get(String(body.name)), body).then(reply);
+      else if (leaf === 'signal') this.emit('signal', body.signal === true);
+      else if (leaf === 'error') this.emit('warning', body as unknown as CloudWarning);
+      else if (leaf === 'claim') this.settleClaim(body);
+      else if (leaf.startsWith('events/')) this.deliver({ ...(body as unknown as DeviceEventMessage), name: leaf.slice('events/'.length) });
+    } catch (err) {
+      this.emit('error', err as Error);
+    }
+  }
+
+  /** Claims are answered in the order they were presented ("Claiming"). */
+  private settleClaim(body: Record<string, unknown>): void {
+    const waiting = this.claims.shift();
+    if (!waiting) return;
+    clearTimeout(waiting.timer);
+    if (body.ok === true) waiting.resolve();
+    else waiting.reject(new Error(`claim refused: ${String(body.error)}`));
+  }
+
+  private deliver(event: DeviceEventMessage): void {
+    for (const s of this.subscriptions) {
+      if (!topicMatches(s.filter, event.name)) continue;
+      try {
+        s.handler(event);
+      } catch (err) {
+        this.emit('error', err as Error);
+      }
+    }
+  }
+}
+
+/** Creates a device; call `connect()` after registering its functions and variables. */
+export function createDevice(options: DeviceOptions): Device {
+  return new Device(options);
+}

@@ -1,0 +1,44 @@
+import type { Log } from '../platform/log.js';
+import type { Hello } from '../domain/device-protocol.js';
+import type { Clock } from '../platform/clock.js';
+import type { PresenceChange, PresenceRepository } from '../repositories/presence.repository.js';
+import { createBatcher } from '../storage/batcher.js';
+
+/**
+ * Presence of devices (docs/device-protocol.md, "Presence"), written in batches so that a storm
+ * of connects costs a few statements, not one per device. One flush at a time keeps a device's
+ * connect and disconnect in order. Failures are logged: presence is advisory, the gateway's
+ * connection table is the truth for calls.
+ */
+export function createPresenceService(deps: { repo: PresenceRepository; clock: Clock; log: () => Log; changed?: (id: string) => void }) {
+  const changed = deps.changed ?? (() => undefined);
+  const batcher = createBatcher<PresenceChange>((changes) => deps.repo.apply(changes), { maxBatch: 2000, inFlight: 1 });
+  const outstanding = new Set<Promise<void>>();
+
+  function track(p: Promise<void>, what: string): void {
+    const tracked = p.catch((err) => deps.log().warn({ err }, `presence: ${what} not stored`)).finally(() => outstanding.delete(tracked));
+    outstanding.add(tracked);
+  }
+
+  return {
+    connected(id: string, ip: string): void {
+      track(batcher.add({ id, online: true, at: deps.clock.now(), ip }).finally(() => changed(id)), 'connect');
+    },
+    disconnected(id: string): void {
+      track(batcher.add({ id, online: false, at: deps.clock.now() }).finally(() => changed(id)), 'disconnect');
+    },
+    heard(id: string): void {
+      track(batcher.add({ id, online: null, at: deps.clock.now() }).finally(() => changed(id)), 'last_heard');
+    },
+    describe(id: string, hello: Hello): void {
+      track(deps.repo.describe(id, hello, deps.clock.now()).finally(() => changed(id)), 'hello');
+    },
+    markAllOffline: () => deps.repo.markAllOffline(),
+    /** Waits for every write handed in so far. */
+    async settle(): Promise<void> {
+      while (outstanding.size > 0) await Promise.all([...outstanding]);
+    },
+  };
+}
+
+export type PresenceService = ReturnType<typeof createPresenceService>;

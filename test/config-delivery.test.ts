@@ -1,0 +1,95 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import mqtt from 'mqtt';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { raw } from './helpers/http.js';
+import { newProduct, signUp } from './helpers/fixtures.js';
+import { eventually, provision, type Identity } from './helpers/device.js';
+
+/**
+ * Configuration delivery to a plain mqtt.js device written from docs/device-protocol.md
+ * ("Configuration"): hashes at connect, one module per message, acknowledgements, and the
+ * answers of a device write (200 applied, 400 refused, 408 no answer, 202 offline).
+ */
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+let server: TestServer;
+before(async () => { server = await startTestServer({ env: { DEVICE_CALL_TIMEOUT_SECONDS: '1' } }); });
+after(async () => { await server.close(); });
+
+/** A device that keeps what it is sent, answers `answer(module)` (or nothing for 'silent'), and reports its hashes at connect. */
+async function configDevice(who: Identity, held: Map<string, { value: Json; hash: string }>, answer: (module: string) => number | 'silent' = () => 0) {
+  const c = await mqtt.connectAsync(server.mqttUrl, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 0 });
+  const received: string[] = [];
+  c.on('message', (topic, payload) => {
+    if (!topic.endsWith('/cloud/config/set')) return;
+    const m = JSON.parse(payload.toString()) as { id: string; module: string; value: Json; hash: string };
+    received.push(m.module);
+    const status = answer(m.module);
+    if (status === 'silent') return;
+    if (status === 0) held.set(m.module, { value: m.value, hash: m.hash });
+    void c.publishAsync(`devices/${who.id}/config/ack`, JSON.stringify({ id: m.id, status }));
+  });
+  await c.subscribeAsync(`devices/${who.id}/cloud/#`, { qos: 1 });
+  await c.publishAsync(`devices/${who.id}/config/hello`, JSON.stringify({ modules: Object.fromEntries([...held].map(([m, v]) => [m, v.hash])) }), { qos: 1 });
+  return { client: c, received };
+}
+
+test('a device takes its configuration at connect, fleet changes at once, and reports only what differs after a reconnect', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const who = await provision(server.url, token, product.id);
+  const status = async () => (await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json as Json;
+  const held = new Map<string, { value: Json; hash: string }>();
+
+  const first = await configDevice(who, held);
+  await eventually(async () => (Object.keys((await status()).configuration.pending).length === 0 ? true : undefined));
+  assert.equal(held.size, 9, 'every module of the default schema');
+  assert.deepEqual((await status()).configuration.current.rgb, { type: 'particle' });
+
+  const fleet = await raw(`${server.url}/v1/products/${product.id}/config`, { method: 'PUT', token, json: { rgb: { type: 'off' } } });
+  assert.equal(fleet.status, 200);
+  await eventually(() => (held.get('rgb')?.value.type === 'off' ? true : undefined));
+  await eventually(async () => ((await status()).configuration.current.rgb?.type === 'off' ? true : undefined));
+  await first.client.endAsync();
+
+  // Offline: the write is held (202) and delivered at the next connect; nothing else is resent.
+  await eventually(async () => ((await raw(`${server.url}/v1/products/${product.id}/devices/${who.id}`, { token })).json.online === false ? true : undefined));
+  const offline = await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { method: 'PUT', token, json: { geofence: { interval: 60 } } });
+  assert.equal(offline.status, 202, offline.text);
+  assert.equal(offline.json.configuration.pending.geofence.interval, 60);
+  const second = await configDevice(who, held);
+  await eventually(() => (held.get('geofence')?.value.interval === 60 ? true : undefined));
+  assert.deepEqual(second.received, ['geofence']);
+  await second.client.endAsync();
+});
+
+test('device writes answer 200 when applied, 400 with the codes when refused, and a timeout when unanswered', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const who = await provision(server.url, token, product.id);
+  const held = new Map<string, { value: Json; hash: string }>();
+  let mode: 'ok' | 'refuse' | 'silent' = 'ok';
+  const dev = await configDevice(who, held, (module) => (mode === 'refuse' && module === 'geofence' ? -33 : mode === 'silent' ? 'silent' : 0));
+  try {
+    const put = (config: Json) => raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { method: 'PUT', token, json: config });
+    await eventually(() => (held.size === 9 ? true : undefined));
+    const applied = await put({ geofence: { interval: 5 } });
+    assert.equal(applied.status, 200, applied.text);
+    assert.equal(applied.json.configuration.current.geofence.interval, 5);
+
+    mode = 'refuse';
+    const refused = await put({ geofence: { interval: 7 } });
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.json.error, 'device_rejected_configuration');
+    assert.deepEqual(refused.json.results, [{ module: 'geofence', status: 'rejected', code: -33 }]);
+    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json.rejected.geofence, -33);
+
+    mode = 'silent';
+    const unanswered = await put({ geofence: { interval: 9 } });
+    assert.equal(unanswered.status, 408, unanswered.text);
+    assert.match(unanswered.json.error_description, /stays pending/);
+    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json.configuration.pending.geofence.interval, 9);
+  } finally {
+    await dev.client.endAsync();
+  }
+});

@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import mqtt from 'mqtt';
+import { raw } from './http.js';
+
+/** A device identity as provisioning answers it. */
+export interface Identity { id: string; secret: string }
+
+export async function provision(url: string, token: string, productId: number): Promise<Identity> {
+  const r = await raw(`${url}/v1/devices`, { method: 'POST', token, json: { product_id: productId } });
+  assert.equal(r.status, 201, r.text);
+  return { id: r.json.id as string, secret: r.json.device_secret as string };
+}
+
+export interface FakeDevice {
+  client: mqtt.MqttClient;
+  /** Events the cloud delivered, as their payloads. */
+  received: Array<Record<string, unknown>>;
+  signals: boolean[];
+  claim(code: string): Promise<Record<string, unknown>>;
+  publish(name: string, body: Record<string, unknown>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A device made of plain mqtt.js calls, written from docs/device-protocol.md: it describes its
+ * functions and variables, answers calls and reads, and records what the cloud sends it.
+ */
+export async function fakeDevice(mqttUrl: string, who: Identity, spec: {
+  functions?: Record<string, (arg: string) => number | Promise<number> | 'hang'>;
+  variables?: Record<string, ['int32' | 'double' | 'string' | 'bool', number | string | boolean]>;
+  system_firmware_version?: string;
+  subscribe?: string[];
+} = {}): Promise<FakeDevice> {
+  const { id } = who;
+  const client = await mqtt.connectAsync(mqttUrl, { clientId: id, username: id, password: who.secret, reconnectPeriod: 0 });
+  // Replies are small writes: without this, Nagle's algorithm holds each behind the last ACK.
+  (client.stream as unknown as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
+  const received: Array<Record<string, unknown>> = [];
+  const signals: boolean[] = [];
+  const claims: Array<(body: Record<string, unknown>) => void> = [];
+  client.on('message', (topic, payload) => {
+    const body = JSON.parse(payload.toString()) as Record<string, unknown>;
+    const leaf = topic.slice(`devices/${id}/cloud/`.length);
+    if (leaf === 'call') {
+      const fn = spec.functions?.[body.name as string];
+      if (!fn) return void client.publishAsync(`devices/${id}/reply`, JSON.stringify({ id: body.id, error: 'no such function' }));
+      void Promise.resolve(fn(body.arg as string)).then((v) => {
+        if (v !== 'hang') void client.publishAsync(`devices/${id}/reply`, JSON.stringify({ id: body.id, return_value: v }));
+      });
+    } else if (leaf === 'get') {
+      const v = spec.variables?.[body.name as string];
+      void client.publishAsync(`devices/${id}/reply`, JSON.stringify(v ? { id: body.id, result: v[1] } : { id: body.id, error: 'no such variable' }));
+    } else if (leaf === 'signal') {
+      signals.push(body.signal as boolean);
+    } else if (leaf === 'claim') {
+      claims.shift()?.(body);
+    } else if (leaf.startsWith('events/')) {
+      received.push(body);
+    }
+  });
+  await client.subscribeAsync(spec.subscribe ?? [`devices/${id}/cloud/#`], { qos: 1 });
+  const variables = Object.fromEntries(Object.entries(spec.variables ?? {}).map(([k, [t]]) => [k, t]));
+  await client.publishAsync(`devices/${id}/hello`, JSON.stringify({
+    functions: Object.keys(spec.functions ?? {}), variables, system_firmware_version: spec.system_firmware_version ?? '5.8.0',
+  }), { qos: 1 });
+  return {
+    client, received, signals,
+    claim(code) {
+      const answer = new Promise<Record<string, unknown>>((resolve) => claims.push(resolve));
+      void client.publishAsync(`devices/${id}/claim`, JSON.stringify({ code }), { qos: 1 });
+      return answer;
+    },
+    async publish(name, body) {
+      await client.publishAsync(`devices/${id}/events/${name}`, JSON.stringify(body), { qos: 1 });
+    },
+    async close() {
+      await client.endAsync();
+    },
+  };
+}
+
+/** Polls until `f` answers something other than undefined. */
+export async function eventually<T>(f: () => Promise<T | undefined> | T | undefined, ms = 5000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -1,0 +1,136 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { raw } from './helpers/http.js';
+import { eventually } from './helpers/device.js';
+import { newProduct, signUp } from './helpers/fixtures.js';
+
+/** `skyport sim` as a user runs it, against a started server. */
+let server: TestServer;
+before(async () => { server = await startTestServer(); });
+after(async () => { await server.close(); });
+
+interface Run { code: number | null; out: string; err: string }
+
+/** `skyport sim ...` in a child process; `kill` sends it a signal while it runs. */
+function simProcess(args: string[], env: Record<string, string> = {}): { done: Promise<Run>; kill: (signal: NodeJS.Signals) => void; output: () => Run } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/run.ts', 'sim', ...args], { env: { ...process.env, ...env } });
+  const run: Run = { code: null, out: '', err: '' };
+  child.stdout.on('data', (d) => { run.out += String(d); });
+  child.stderr.on('data', (d) => { run.err += String(d); });
+  const done = new Promise<Run>((resolve) => child.on('close', (code) => resolve({ ...run, code })));
+  return { done, kill: (signal) => child.kill(signal), output: () => run };
+}
+
+const sim = (args: string[], env: Record<string, string> = {}) => simProcess(args, env).done;
+
+/** A loopback port nothing listens on. */
+function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+test('sim provisions N devices, connects them with functions and variables, and prints a summary', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const dir = mkdtempSync(join(tmpdir(), 'skyport-sim-'));
+  try {
+    const out = join(dir, 'creds.csv');
+    const run = sim(['--count', '5', '--product', String(product.id), '--api-url', server.url, '--mqtt-url', server.mqttUrl, '--out', out, '--duration', '2', '--json'], { SKYPORT_TOKEN: token });
+    // While it runs, its devices answer calls.
+    let listed: Array<{ id: string; online: boolean }> = [];
+    for (let i = 0; i < 100; i++) {
+      listed = (await raw(`${server.url}/v1/products/${product.id}/devices`, { token })).json.devices;
+      if (listed.length === 5 && listed.every((d) => d.online)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(listed.filter((d) => d.online).length, 5);
+    const first = listed[0]!.id;
+    assert.equal((await raw(`${server.url}/v1/products/${product.id}/devices/${first}/echo`, { method: 'POST', token, json: { arg: 'hello' } })).json.return_value, 5);
+    assert.equal(typeof (await raw(`${server.url}/v1/products/${product.id}/devices/${first}/temp`, { token })).json.result, 'number');
+
+    const done = await run;
+    assert.equal(done.code, 0, done.err);
+    const summary = JSON.parse(done.out) as { total: number; connected: number; failed: number; skipped: number; connect_rate_per_s: number; elapsed_ms: number; errors: string[] };
+    assert.deepEqual({ ...summary, connect_rate_per_s: 0, elapsed_ms: 0 }, { total: 5, connected: 5, failed: 0, skipped: 0, connect_rate_per_s: 0, elapsed_ms: 0, errors: [] });
+    assert.ok(summary.connect_rate_per_s > 0);
+    assert.ok(summary.elapsed_ms >= 0);
+    // After --duration the devices were closed with a DISCONNECT.
+    await eventually(async () => ((await raw(`${server.url}/v1/products/${product.id}/devices`, { token })).json.devices.every((d: { online: boolean }) => !d.online) ? true : undefined));
+    assert.match(done.err, /provisioning|connecting/);
+    assert.equal(statSync(out).mode & 0o777, 0o600);
+
+    // The same identities again, from the file.
+    const again = await sim(['--credentials', out, '--mqtt-url', server.mqttUrl, '--duration', '1', '--json']);
+    assert.equal(again.code, 0, again.err);
+    assert.equal((JSON.parse(again.out) as { connected: number }).connected, 5);
+    assert.equal(readFileSync(out, 'utf8').trim().split('\n').length, 6);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('sim says what is missing, and counts refused devices as failures', async () => {
+  const noArgs = await sim(['--duration', '1']);
+  assert.equal(noArgs.code, 1);
+  assert.match(noArgs.err, /^skyport: give --count N and --product P, or --credentials FILE\n$/);
+  const dir = mkdtempSync(join(tmpdir(), 'skyport-sim-'));
+  try {
+    const file = join(dir, 'bad.csv');
+    writeFileSync(file, 'id,secret\n0123456789abcdef01234567,wrong\n');
+    const refused = await sim(['--credentials', file, '--mqtt-url', server.mqttUrl, '--duration', '1', '--json']);
+    assert.equal(refused.code, 1);
+    assert.equal((JSON.parse(refused.out) as { failed: number }).failed, 1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('without --duration it runs until SIGINT, then closes its devices and prints the summary as a table', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const run = simProcess(['--count', '3', '--product', product.slug, '--api-url', server.url, '--mqtt-url', server.mqttUrl], { SKYPORT_TOKEN: token });
+  const online = async () => (await raw(`${server.url}/v1/products/${product.id}/devices`, { token })).json.devices.filter((d: { online: boolean }) => d.online).length;
+  await eventually(async () => ((await online()) === 3 && /Ctrl-C/.test(run.output().err) ? true : undefined), 20_000);
+  run.kill('SIGINT');
+  const done = await run.done;
+  assert.equal(done.code, 0, done.err);
+  assert.match(done.out, /^connected {5}3 of 3\nfailed {8}0\nconnect rate {2}[\d.]+\/s\nelapsed {7}[\d.]+ s\n$/);
+  // Not a terminal: progress comes as whole lines, not a bar redrawn with \r.
+  assert.match(done.err, /^connecting {3}\[#+\] 3\/3$/m);
+  assert.doesNotMatch(done.err, /\r/);
+  await eventually(async () => ((await online()) === 0 ? true : undefined));
+});
+
+test('a cloud that does not answer: each device fails after --connect-timeout', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'skyport-sim-'));
+  try {
+    const file = join(dir, 'creds.json');
+    writeFileSync(file, JSON.stringify({ devices: [{ id: '0123456789abcdef01234567', device_secret: 's' }, { id: '0123456789abcdef01234568', device_secret: 's' }] }));
+    const started = Date.now();
+    const done = await sim(['--credentials', file, '--mqtt-url', `mqtt://127.0.0.1:${await closedPort()}`, '--connect-timeout', '1', '--json']);
+    assert.equal(done.code, 1, done.err);
+    const summary = JSON.parse(done.out) as { total: number; connected: number; failed: number; errors: string[] };
+    assert.deepEqual([summary.total, summary.connected, summary.failed], [2, 0, 2]);
+    assert.match(summary.errors[0] ?? '', /did not connect within 1000 ms/);
+    // Nothing connected, so it does not wait for Ctrl-C.
+    assert.ok(Date.now() - started < 15_000);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('bad flags are refused before anything is provisioned', async () => {
+  const done = await sim(['--count', '2', '--product', '1', '--duration', 'soon'], { SKYPORT_TOKEN: 'x', SKYPORT_API_URL: 'http://127.0.0.1:9' });
+  assert.equal(done.code, 1);
+  assert.match(done.err, /^skyport: --duration must be a whole number from 1 to 604800\n$/);
+});
