@@ -38,9 +38,13 @@ export async function startBare(): Promise<string> {
 }
 
 /** Skyport from the compiled build (npm run build), in its own process. */
-export async function startSkyport(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startSkyport(env: Record<string, string>): Promise<{ url: string; mqttUrl: string; pid: number; stop(): Promise<void> }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['bin/skyport.js', 'server', 'start', '--port', String(port), '--host', '127.0.0.1'], {
+  // 1883 is usually taken on a machine that runs a broker: the gateway gets a free port too.
+  const mqttPort = await freePort();
+  // BENCH_SERVER_NODE_ARGS adds Node flags to the server only (e.g. --cpu-prof to profile it).
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, 'bin/skyport.js', 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -49,6 +53,8 @@ export async function startSkyport(env: Record<string, string>): Promise<{ url: 
   await waitFor(`${url}/healthz`);
   return {
     url,
+    mqttUrl: `mqtt://127.0.0.1:${mqttPort}`,
+    pid: child.pid ?? 0,
     stop: () => new Promise<void>((resolve) => {
       child.once('exit', () => resolve());
       child.kill('SIGTERM');

@@ -188,8 +188,10 @@ async function startSkyport(store: Store, adminUrl: string): Promise<Running> {
   if (store === 'postgres') env.DATABASE_URL = await createDatabase(adminUrl);
 
   const port = await freePort();
+  // The gateway gets a free port too: 1883 is usually taken on a machine that runs a broker.
+  const mqttPort = await freePort();
   const name = `skyport (${store})`;
-  const child = track(spawn(process.execPath, ['--import', 'tsx', 'src/cli/run.ts', 'server', 'start', '--port', String(port), '--host', '127.0.0.1'], {
+  const child = track(spawn(process.execPath, ['--import', 'tsx', 'src/cli/run.ts', 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'], {
     cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'],
   }));
   cleanups.push(() => stop(child));

@@ -1,0 +1,301 @@
+// Issue 4's benchmark: a function call's round trip, REST → gateway → device → REST, at 1 and 64
+// concurrent callers, beside the floor: the same request and reply done directly between two
+// mqtt.js clients over the local Mosquitto, in the same run (docs/benchmarks.md).
+//
+//   npm run bench:calls                            embedded store and PostgreSQL, 8 s per row
+//   npm run bench:calls -- --store embedded        or postgres, or both
+//   npm run bench:calls -- --quick                 3 s per row, one round: a smoke run
+//   npm run bench:calls -- --duration 12 --rounds 3 --concurrency 1,16,64
+//
+// Processes: Skyport (its own process, as an operator starts it), the devices (bench/responder.ts,
+// plain mqtt.js, their own process), and the callers (this process). The floor has the same
+// shape: requester here, Mosquitto, responders in their own process.
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'node:http';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import mqtt from 'mqtt';
+import {
+  DEFAULT_ADMIN_URL, ROOT, api, cpuSeconds, exitedEarly, gitCommit, onCleanup, option, percentile, round2, runBenchmark, startSkyport, stopChild, timeout, track,
+  userWithProduct, type Store,
+} from './harness.js';
+
+const USAGE = 'usage: npm run bench:calls -- [--quick] [--store embedded|postgres|both] [--duration S] [--warmup S] [--rounds N] [--concurrency 1,64] [--devices 4] [--route devices|products|both] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL]';
+const args = process.argv.slice(2);
+if (args.includes('--help')) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const quick = args.includes('--quick');
+const storeArg = option(args, 'store') ?? 'both';
+if (!['embedded', 'postgres', 'both'].includes(storeArg)) throw new Error(`--store must be embedded, postgres or both\n${USAGE}`);
+const stores: Store[] = storeArg === 'both' ? ['embedded', 'postgres'] : [storeArg as Store];
+const duration = Number(option(args, 'duration') ?? (quick ? 3 : 8));
+const warmup = Number(option(args, 'warmup') ?? 1);
+const rounds = Number(option(args, 'rounds') ?? (quick ? 1 : 2));
+const concurrencies = (option(args, 'concurrency') ?? '1,64').split(',').map(Number);
+/** Devices the callers spread over: one device takes at most 32 calls at once (src/gateway). */
+const DEVICES = Number(option(args, 'devices') ?? 4);
+const routeArg = option(args, 'route') ?? 'both';
+if (!['devices', 'products', 'both'].includes(routeArg)) throw new Error(`--route must be devices, products or both\n${USAGE}`);
+const routes = routeArg === 'both' ? ['devices', 'products'] : [routeArg];
+const MOSQUITTO = option(args, 'mosquitto') ?? 'mqtt://127.0.0.1:1883';
+const ADMIN = option(args, 'pg-admin-url') ?? DEFAULT_ADMIN_URL;
+for (const [n, v] of Object.entries({ duration, warmup, rounds, devices: DEVICES })) if (!Number.isFinite(v) || v <= 0) throw new Error(`--${n} must be a positive number\n${USAGE}`);
+if (concurrencies.some((c) => !Number.isInteger(c) || c < 1) || Math.max(...concurrencies) > 32 * DEVICES) throw new Error(`--concurrency: whole numbers, at most 32 per device (${32 * DEVICES})`);
+
+const ARG = 'hello, device';
+const CALL_TIMEOUT_MS = 10_000;
+const GOAL_P50_MS = 2;
+const GOAL_RATE_RATIO = 0.5;
+
+type Call = (worker: number) => Promise<void>;
+
+interface Sample { latencies: number[]; seconds: number; serverCpu: number | null; devicesCpu: number | null; callersCpu: number }
+interface Row {
+  side: 'floor' | 'skyport';
+  scenario: string;
+  store: Store | null;
+  concurrency: number;
+  calls: number;
+  rate: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  /** CPU of the server (Skyport) or broker (Mosquitto) per call, in µs. */
+  serverUsPerCall: number | null;
+  devicesUsPerCall: number | null;
+  callersUsPerCall: number;
+  slices: Array<{ calls: number; seconds: number; p50: number }>;
+  rateRatio?: number;
+  p50Ratio?: number;
+}
+
+/** Runs `concurrency` callers in a loop for `seconds`; every call's latency, in ms. */
+async function drive(concurrency: number, seconds: number, call: Call, pids: { server: number | undefined; devices: number | undefined }): Promise<Sample> {
+  const latencies: number[] = [];
+  const server0 = cpuSeconds(pids.server);
+  const devices0 = cpuSeconds(pids.devices);
+  const self0 = process.cpuUsage();
+  const started = performance.now();
+  const until = started + seconds * 1000;
+  await Promise.all(Array.from({ length: concurrency }, async (_, w) => {
+    while (performance.now() < until) {
+      const t = performance.now();
+      await call(w);
+      latencies.push(performance.now() - t);
+    }
+  }));
+  const elapsed = (performance.now() - started) / 1000;
+  const self = process.cpuUsage(self0);
+  const server1 = cpuSeconds(pids.server);
+  const devices1 = cpuSeconds(pids.devices);
+  return {
+    latencies, seconds: elapsed,
+    serverCpu: server0 === null || server1 === null ? null : server1 - server0,
+    devicesCpu: devices0 === null || devices1 === null ? null : devices1 - devices0,
+    callersCpu: (self.user + self.system) / 1e6,
+  };
+}
+
+function summarise(side: Row['side'], scenario: string, store: Store | null, concurrency: number, samples: Sample[]): Row {
+  const all = samples.flatMap((s) => s.latencies).sort((a, b) => a - b);
+  const seconds = samples.reduce((a, s) => a + s.seconds, 0);
+  const perCall = (pick: (s: Sample) => number | null) => {
+    const values = samples.map(pick);
+    return values.some((v) => v === null) ? null : Math.round(((values as number[]).reduce((a, v) => a + v, 0) * 1e6) / all.length);
+  };
+  return {
+    side, scenario, store, concurrency, calls: all.length, rate: Math.round(all.length / seconds),
+    p50: round2(percentile(all, 0.5)), p90: round2(percentile(all, 0.9)), p99: round2(percentile(all, 0.99)), max: round2(all.at(-1) ?? NaN),
+    serverUsPerCall: perCall((s) => s.serverCpu), devicesUsPerCall: perCall((s) => s.devicesCpu), callersUsPerCall: perCall((s) => s.callersCpu) ?? 0,
+    slices: samples.map((s) => ({ calls: s.latencies.length, seconds: round2(s.seconds), p50: round2(percentile([...s.latencies].sort((a, b) => a - b), 0.5)) })),
+  };
+}
+
+/** The answering side, in its own process; resolves once every client is ready. */
+async function startResponder(setup: { mode: 'skyport' | 'raw'; mqttUrl: string; prefix?: string; devices: Array<{ id: string; secret: string }> }): Promise<ChildProcess> {
+  const child = track(fork(join(ROOT, 'bench', 'responder.ts'), [], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  onCleanup(() => stopChild(child, 2000));
+  child.send(setup);
+  const ready = new Promise<void>((resolve) => child.once('message', () => resolve()));
+  await Promise.race([ready, exitedEarly(child, `responder (${setup.mode})`, () => ''), timeout(30_000, `responder (${setup.mode}) ready`)]);
+  // From now on, a responder that dies fails the run.
+  child.once('exit', (code, signal) => { if (!stopping.has(child)) failed(new Error(`responder (${setup.mode}) exited (${signal ?? code}) during the run`)); });
+  return child;
+}
+
+const stopping = new Set<ChildProcess>();
+let failure: Error | undefined;
+function failed(err: Error): void {
+  failure ??= err;
+}
+
+/** Skyport's callers: keep-alive node:http POSTs, every answer checked. */
+function httpCaller(base: string, path: (id: string) => string, ids: string[], token: string): Call {
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const body = JSON.stringify({ arg: ARG });
+  const url = new URL(base);
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+  return (w) => new Promise<void>((resolve, reject) => {
+    const id = ids[w % ids.length] as string;
+    const req = request({ agent, host: url.hostname, port: url.port, method: 'POST', path: path(id), headers, timeout: CALL_TIMEOUT_MS }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => { text += c; });
+      res.on('end', () => {
+        let ok = res.statusCode === 200;
+        if (ok) {
+          const r = JSON.parse(text) as { id?: string; connected?: boolean; return_value?: number };
+          ok = r.id === id && r.connected === true && r.return_value === ARG.length;
+        }
+        if (ok) resolve();
+        else reject(new Error(`POST ${path(id)}: ${res.statusCode} ${text.slice(0, 300)}`));
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`POST ${path(id)}: no answer within ${CALL_TIMEOUT_MS / 1000} s`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The floor's caller: one mqtt.js requester; publishes {id,name,arg}, waits for the reply with that id. */
+async function rawCaller(prefix: string): Promise<{ call: Call; close(): Promise<void> }> {
+  const c = await mqtt.connectAsync(MOSQUITTO, { clientId: `${prefix.replace(/\//g, '-')}-requester`, reconnectPeriod: 0, keepalive: 60, protocolVersion: 4 });
+  (c.stream as unknown as { setNoDelay?(on: boolean): void }).setNoDelay?.(true);
+  const pending = new Map<string, { resolve(): void; reject(err: Error): void; timer: NodeJS.Timeout }>();
+  c.on('message', (_topic, payload) => {
+    const r = JSON.parse(payload.toString()) as { id: string; return_value: number };
+    const p = pending.get(r.id);
+    if (!p) return;
+    pending.delete(r.id);
+    clearTimeout(p.timer);
+    if (r.return_value === ARG.length) p.resolve();
+    else p.reject(new Error(`floor: wrong return_value ${JSON.stringify(r)}`));
+  });
+  c.on('close', () => { for (const p of pending.values()) p.reject(new Error('floor: the requester lost its connection')); });
+  await c.subscribeAsync(`${prefix}/+/res`, { qos: 0 });
+  let n = 0;
+  return {
+    call: (w) => new Promise<void>((resolve, reject) => {
+      const id = `${w}-${n++}`;
+      const timer = setTimeout(() => { pending.delete(id); reject(new Error(`floor: no reply within ${CALL_TIMEOUT_MS / 1000} s`)); }, CALL_TIMEOUT_MS);
+      pending.set(id, { resolve, reject, timer });
+      c.publish(`${prefix}/${w % DEVICES}/req`, JSON.stringify({ id, name: 'echo', arg: ARG }));
+    }),
+    close: () => c.endAsync(),
+  };
+}
+
+function mosquittoPid(): number | undefined {
+  if (!['127.0.0.1', 'localhost'].includes(new URL(MOSQUITTO).hostname)) return undefined;
+  try {
+    return Number(execFileSync('pgrep', ['-o', '-x', 'mosquitto'], { encoding: 'utf8' }).trim()) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+interface Side { side: Row['side']; scenario: string; store: Store | null; call: Call; pids: { server: number | undefined; devices: number | undefined } }
+
+/**
+ * Measures the floor and each Skyport route in turn, `rounds` slices each, the order rotating
+ * every round, so that drift in the machine's load hits every side alike.
+ */
+async function compare(store: Store, sides: Side[]): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const concurrency of concurrencies) {
+    const samples = sides.map(() => [] as Sample[]);
+    process.stdout.write(`  ${store}, ${concurrency} caller(s): warm-up ${warmup} s each, `);
+    for (const s of sides) await drive(concurrency, warmup, s.call, s.pids);
+    process.stdout.write(`measuring ${rounds} × ${duration / rounds} s each... `);
+    for (let r = 0; r < rounds; r++) {
+      for (let k = 0; k < sides.length; k++) {
+        const i = (k + r) % sides.length;
+        const s = sides[i] as Side;
+        samples[i]?.push(await drive(concurrency, duration / rounds, s.call, s.pids));
+        if (failure) throw failure;
+      }
+    }
+    const measured = sides.map((s, i) => summarise(s.side, s.scenario, s.store, concurrency, samples[i] as Sample[]));
+    const floor = measured.find((m) => m.side === 'floor') as Row;
+    for (const m of measured) {
+      m.rateRatio = round2(m.rate / floor.rate);
+      m.p50Ratio = round2(m.p50 / floor.p50);
+    }
+    console.log(measured.map((m) => `${m.side === 'floor' ? 'floor' : m.scenario.replace(/^Skyport /, '')} ${m.rate}/s p50 ${m.p50} ms`).join('; '));
+    rows.push(...measured);
+  }
+  return rows;
+}
+
+async function main(): Promise<void> {
+  const date = new Date().toISOString();
+  const load0 = loadavg();
+  console.log(`Function call benchmark: stores ${stores.join(', ')}; callers ${concurrencies.join(', ')}; ${DEVICES} devices; ${warmup} s warm-up + ${rounds} × ${duration / rounds} s per row; ${cpus().length} cores, load average ${load0.map((l) => l.toFixed(2)).join(' ')}`);
+
+  // The floor's responders, on the local Mosquitto; topics of this run only.
+  const prefix = `bench-calls/${randomBytes(4).toString('hex')}`;
+  const rawResponders = await startResponder({ mode: 'raw', mqttUrl: MOSQUITTO, prefix, devices: Array.from({ length: DEVICES }, () => ({ id: '', secret: '' })) });
+  const raw = await rawCaller(prefix);
+  onCleanup(() => raw.close().catch(() => undefined));
+  await raw.call(0); // checked: a wrong return_value rejects
+  const floor: Side = { side: 'floor', scenario: 'raw MQTT request/reply over Mosquitto (floor)', store: null, call: raw.call, pids: { server: mosquittoPid(), devices: rawResponders.pid } };
+
+  const rows: Row[] = [];
+  for (const store of stores) {
+    console.log(`skyport on the ${store} store:`);
+    const sky = await startSkyport(store, { adminUrl: ADMIN });
+    const { token, productId } = await userWithProduct(sky.url, 'function calls');
+    const devices: Array<{ id: string; secret: string }> = [];
+    for (let i = 0; i < DEVICES; i++) {
+      const d = await api<{ id: string; device_secret: string }>(`${sky.url}/v1/devices`, { token, json: { product_id: productId } });
+      devices.push({ id: d.id, secret: d.device_secret });
+    }
+    const responder = await startResponder({ mode: 'skyport', mqttUrl: `mqtt://${sky.mqttHost}:${sky.mqttPort}`, devices });
+    const ids = devices.map((d) => d.id);
+    const pids = { server: sky.pid, devices: responder.pid };
+    const sides: Side[] = [floor];
+    if (routes.includes('devices')) sides.push({ side: 'skyport', scenario: 'Skyport POST /v1/devices/:id/echo', store, call: httpCaller(sky.url, (id) => `/v1/devices/${id}/echo`, ids, token), pids });
+    if (routes.includes('products')) sides.push({ side: 'skyport', scenario: 'Skyport POST /v1/products/:p/devices/:id/echo', store, call: httpCaller(sky.url, (id) => `/v1/products/${productId}/devices/${id}/echo`, ids, token), pids });
+    // Checked before measuring: every device answers with the right return_value, on every route.
+    for (const s of sides) for (let w = 0; w < DEVICES; w++) await s.call(w);
+    rows.push(...await compare(store, sides));
+    stopping.add(responder);
+    await stopChild(responder, 2000);
+    await stopChild(sky.child);
+  }
+  stopping.add(rawResponders);
+
+  const load1 = loadavg();
+  const fmt = (n: number | string | null | undefined) => (n === null || n === undefined ? '-' : String(n));
+  const lines = [
+    '| scenario | store | callers | calls/s | p50 ms | p99 ms | rate ÷ floor | p50 ÷ floor | server/broker CPU µs per call |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.scenario} | ${r.store ?? '-'} | ${r.concurrency} | ${r.rate} | ${r.p50} | ${r.p99} | ${r.side === 'floor' ? '1.00' : fmt(r.rateRatio?.toFixed(2))} | ${r.side === 'floor' ? '1.00' : fmt(r.p50Ratio?.toFixed(2))} | ${fmt(r.serverUsPerCall)} |`),
+  ];
+  const goals = rows.filter((r) => r.side === 'skyport').flatMap((r) => [
+    ...(r.concurrency === 1 ? [{ goal: `p50 < ${GOAL_P50_MS} ms at 1 caller, ${r.scenario.replace(/^Skyport /, '')}`, store: r.store, value: `${r.p50} ms`, met: r.p50 < GOAL_P50_MS }] : []),
+    ...(r.concurrency === 64 ? [{ goal: `rate >= ${GOAL_RATE_RATIO} x floor at 64 callers, ${r.scenario.replace(/^Skyport /, '')}`, store: r.store, value: `${r.rateRatio}`, met: (r.rateRatio ?? 0) >= GOAL_RATE_RATIO }] : []),
+  ]);
+  const commit = gitCommit();
+  console.log(`\n${date.slice(0, 10)}, ${cpus().length} cores, Node ${process.version}, commit ${commit ?? 'unknown'}, load average ${load0[0]?.toFixed(2)} before, ${load1[0]?.toFixed(2)} after\n\n${lines.join('\n')}\n`);
+  for (const g of goals) console.log(`${g.met ? 'met    ' : 'NOT MET'}  ${g.goal} [${g.store}]: ${g.value}`);
+
+  const dir = join(ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `device-calls-${date.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify({
+    date, command: ['npm run bench:calls', ...(args.length ? ['--', ...args] : [])].join(' '), commit,
+    machine: { cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: load0, loadAverageAfter: load1 },
+    options: { stores, routes, duration, warmup, rounds, concurrencies, devices: DEVICES, mosquitto: MOSQUITTO, arg: ARG },
+    rows, goals,
+  }, null, 2)}\n`);
+  console.log(`\nresults: ${file}`);
+}
+
+runBenchmark('bench:calls', 10 * 60, main);

@@ -1,0 +1,329 @@
+// The shared harness of bench/device-calls.ts and bench/connections.ts: child processes that are
+// always cleaned up (at the end, on error, on Ctrl-C, when the watchdog fires), Skyport started as
+// an operator starts it, a PostgreSQL database of its own, and readings from /proc.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { SETTINGS } from '../src/config/settings.js';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/test';
+export type Store = 'embedded' | 'postgres';
+
+// ---------------------------------------------------------------------------------------------
+// Child processes and clean-up.
+
+const children = new Set<ChildProcess>();
+const cleanups: Array<() => Promise<void> | void> = [];
+
+export function track<T extends ChildProcess>(child: T): T {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+/** Runs at the end, on error, on a signal and when the watchdog fires; last registered first. */
+export function onCleanup(step: () => Promise<void> | void): void {
+  cleanups.push(step);
+}
+
+function killAll(): void {
+  for (const c of children) {
+    try {
+      c.kill('SIGKILL');
+    } catch { /* already gone */ }
+  }
+}
+
+async function runCleanups(): Promise<void> {
+  while (cleanups.length > 0) {
+    const step = cleanups.pop() as () => Promise<void> | void;
+    try {
+      await step();
+    } catch (err) {
+      console.error(`clean-up step failed: ${(err as Error).message}`);
+    }
+  }
+  killAll();
+}
+
+process.on('exit', killAll);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping`);
+    void runCleanups().finally(() => process.exit(130));
+  });
+}
+
+/**
+ * Runs the benchmark with a watchdog; cleans up whatever happens, and exits 1 on any failure.
+ */
+export function runBenchmark(name: string, budgetSeconds: number, main: () => Promise<void>): void {
+  const watchdog = setTimeout(() => {
+    console.error(`\n${name}: watchdog: the run took longer than ${budgetSeconds} s; stopping`);
+    void runCleanups().finally(() => process.exit(1));
+  }, budgetSeconds * 1000);
+  watchdog.unref();
+  main().then(
+    async () => {
+      await runCleanups();
+      process.exit(0);
+    },
+    async (err: unknown) => {
+      console.error(`\n${name} FAILED: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+      await runCleanups();
+      process.exit(1);
+    },
+  );
+}
+
+/** Sends SIGTERM, then SIGKILL when the child has not exited within `graceMs`. */
+export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** The last few kilobytes a child wrote, for error messages. */
+export function captureOutput(child: ChildProcess): () => string {
+  let tail = '';
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString('utf8')).slice(-4000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return () => tail.trim();
+}
+
+export function exitedEarly(child: ChildProcess, name: string, output: () => string): Promise<never> {
+  return new Promise((_, reject) => {
+    child.once('exit', (code, signal) => reject(new Error(`${name} exited (${signal ?? code}) before it was ready:\n${output()}`)));
+  });
+}
+
+export function timeout(ms: number, what: string): Promise<never> {
+  return new Promise((_, reject) => setTimeout(() => reject(new Error(`${what} did not happen within ${ms / 1000} s`)), ms).unref());
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Skyport, as an operator starts it.
+
+/** The settings of this process's environment are not passed on: the servers run on defaults. */
+function cleanEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  const ours = new Set(SETTINGS.map((s) => s.env));
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !ours.has(k)) env[k] = v;
+  return env;
+}
+
+async function admin<T>(adminUrl: string, work: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
+  await c.connect();
+  try {
+    return await work(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A fresh database next to the admin URL's, dropped at clean-up. */
+export async function createDatabase(adminUrl: string, prefix: string): Promise<string> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  await admin(adminUrl, (c) => c.query(`CREATE DATABASE ${name}`));
+  onCleanup(() => admin(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined));
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/**
+ * The open-files limit a child can be given: `wanted` if this machine permits raising to it,
+ * otherwise the hard limit (raising the hard limit needs CAP_SYS_RESOURCE).
+ */
+export function openFilesLimit(wanted: number): { limit: number; raised: boolean; hard: number } {
+  const hard = Number(execFileSync('sh', ['-c', 'ulimit -Hn'], { encoding: 'utf8' }).trim());
+  if (wanted <= hard) return { limit: hard, raised: false, hard };
+  try {
+    const got = Number(execFileSync('sh', ['-c', `ulimit -n ${wanted} 2>/dev/null && ulimit -n`], { encoding: 'utf8' }).trim());
+    if (got >= wanted) return { limit: got, raised: got > hard, hard };
+  } catch { /* not permitted */ }
+  return { limit: hard, raised: false, hard };
+}
+
+/** A running process's open-files limit (soft), from /proc. */
+export function processOpenFiles(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/limits`, 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  return Number(line?.split(/\s{2,}/)[1] ?? NaN);
+}
+
+/**
+ * Skyport compiled to JavaScript (tsc, emit only) in a temporary folder of its own, laid out as
+ * the package is (dist/, migrations/, package.json, node_modules/), so that it runs as
+ * `npm start` runs it, without the TypeScript loader; dist/ of the work tree is left alone.
+ */
+export function buildSkyport(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'skyport-bench-build-'));
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(dir, 'dist'), '--noCheck', '--declaration', 'false', '--sourceMap', 'false'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  for (const f of ['migrations', 'node_modules', 'package.json']) symlinkSync(join(ROOT, f), join(dir, f));
+  return dir;
+}
+
+export interface Skyport { name: string; url: string; mqttHost: string; mqttPort: number; child: ChildProcess; pid: number; output: () => string; dataDir: string; databaseUrl?: string; inspectorUrl?: string }
+
+/**
+ * `node --import tsx src/cli/run.ts server start --port P --mqtt-port M --host 127.0.0.1` with
+ * LOG_LEVEL=warn, a temporary DATA_DIR, and every other setting at its default.
+ * `openFiles` starts it through `sh -c 'ulimit -n N; exec node …'`; `nodeArgs` adds Node flags
+ * (also BENCH_SERVER_NODE_ARGS, e.g. --cpu-prof). `reuse` starts it again on the data of an earlier one.
+ * `build` (from buildSkyport) runs the compiled server instead of the sources through tsx.
+ */
+export async function startSkyport(store: Store, opts: { adminUrl?: string; openFiles?: number; nodeArgs?: string[]; env?: Record<string, string>; reuse?: Skyport; build?: string } = {}): Promise<Skyport> {
+  const env: Record<string, string> = { ...cleanEnv(), LOG_LEVEL: 'warn', ...opts.env };
+  let dataDir = opts.reuse?.dataDir;
+  if (!dataDir) {
+    const dir = mkdtempSync(join(tmpdir(), 'skyport-bench-'));
+    onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+    dataDir = dir;
+  }
+  env.DATA_DIR = dataDir;
+  if (store === 'postgres') env.DATABASE_URL = opts.reuse?.databaseUrl ?? await createDatabase(opts.adminUrl ?? DEFAULT_ADMIN_URL, 'skyport_bench');
+  const port = await freePort();
+  // The gateway gets a free port too: 1883 is taken on a machine that runs a broker.
+  const mqttPort = await freePort();
+  const nodeArgs = [...(opts.nodeArgs ?? []), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+  const entry = opts.build ? [join(opts.build, 'dist', 'cli', 'run.js')] : ['--import', 'tsx', 'src/cli/run.ts'];
+  const argv = [...nodeArgs, ...entry, 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'];
+  // exec keeps the pid: the child's pid is the server's.
+  const child = track(opts.openFiles
+    ? spawn('sh', ['-c', `ulimit -n ${opts.openFiles} && exec "$0" "$@"`, process.execPath, ...argv], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  onCleanup(() => stopChild(child));
+  const output = captureOutput(child);
+  let inspectorUrl: string | undefined;
+  child.stderr?.on('data', (chunk: Buffer) => {
+    const m = /Debugger listening on (ws:\/\/\S+)/.exec(chunk.toString('utf8'));
+    if (m) inspectorUrl = m[1];
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const name = `skyport (${store})`;
+  const healthy = (async () => {
+    for (;;) {
+      try {
+        if ((await fetch(`${url}/healthz`)).ok) return;
+      } catch { /* not listening yet */ }
+      await sleep(100);
+    }
+  })();
+  await Promise.race([healthy, exitedEarly(child, name, output), timeout(90_000, `${name} start`)]);
+  return { name, url, mqttHost: '127.0.0.1', mqttPort, child, pid: child.pid ?? 0, output, dataDir, ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}), ...(inspectorUrl ? { inspectorUrl } : {}) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The API calls of the set-up.
+
+export async function api<T>(url: string, init: { method?: string; token?: string; json?: unknown; form?: Record<string, string>; basic?: [string, string] } = {}): Promise<T> {
+  const headers: Record<string, string> = {};
+  let body: string | undefined;
+  if (init.json !== undefined) { headers['content-type'] = 'application/json'; body = JSON.stringify(init.json); }
+  if (init.form) { headers['content-type'] = 'application/x-www-form-urlencoded'; body = new URLSearchParams(init.form).toString(); }
+  if (init.token) headers.authorization = `Bearer ${init.token}`;
+  if (init.basic) headers.authorization = `Basic ${Buffer.from(`${init.basic[0]}:${init.basic[1]}`).toString('base64')}`;
+  const method = init.method ?? (body ? 'POST' : 'GET');
+  const res = await fetch(url, { method, headers, body: body ?? null });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text.slice(0, 500)}`);
+  return (text ? JSON.parse(text) : {}) as T;
+}
+
+/** Signs up a user, logs in (password grant, client particle-api) and creates a product. */
+export async function userWithProduct(url: string, description: string): Promise<{ token: string; productId: number }> {
+  const username = `bench-${randomBytes(4).toString('hex')}@example.com`;
+  const password = `bench ${randomBytes(8).toString('hex')}`;
+  await api(`${url}/v1/users`, { json: { username, password } });
+  const { access_token: token } = await api<{ access_token: string }>(`${url}/oauth/token`, { form: { grant_type: 'password', username, password }, basic: ['particle-api', 'particle-api'] });
+  const { product } = await api<{ product: { id: number } }>(`${url}/v1/user/products`, { token, json: { product: { name: `Bench ${description}`, description, platform_id: 26 } } });
+  return { token, productId: product.id };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readings.
+
+const TICKS_PER_SECOND = 100; // USER_HZ (getconf CLK_TCK), 100 on Linux
+
+/** CPU time of a process so far, user and system, in seconds; null when it cannot be read. */
+export function cpuTimes(pid: number | undefined): { user: number; system: number } | null {
+  if (!pid) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { user: Number(fields[11]) / TICKS_PER_SECOND, system: Number(fields[12]) / TICKS_PER_SECOND };
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time (user + system) of a process so far, in seconds; null when it cannot be read. */
+export function cpuSeconds(pid: number | undefined): number | null {
+  const t = cpuTimes(pid);
+  return t && t.user + t.system;
+}
+
+/** Resident memory of a process, in KiB (VmRSS of /proc/<pid>/status). */
+export function rssKb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+}
+
+/** The commit the run measured, with `+dirty` when src/ or migrations/ had changes. */
+export function gitCommit(): string | undefined {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'migrations'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
+    return dirty ? `${head}+dirty` : head;
+  } catch {
+    return undefined;
+  }
+}
+
+export const round2 = (n: number) => Math.round(n * 100) / 100;
+
+/** The p-th quantile (0..1) of ascending values, by the nearest-rank method. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * p) - 1))] as number;
+}
+
+/** `--name value` or `--name=value`. */
+export function option(args: readonly string[], name: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] as string;
+    if (a === `--${name}`) {
+      const v = args[i + 1];
+      if (v === undefined || v.startsWith('--')) throw new Error(`--${name} needs a value`);
+      return v;
+    }
+    if (a.startsWith(`--${name}=`)) return a.slice(name.length + 3);
+  }
+  return undefined;
+}
