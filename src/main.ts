@@ -188,7 +188,8 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     authenticate: (id, secret) => services.devices.authenticate(id, secret),
     claim: (id, code) => services.claims.redeem(id, code),
     configHello: (id, hashes) => {
-      void services.configDelivery.onHello(id, hashes).catch((err) => app.log.warn({ err, device: id }, 'configuration sync failed'));
+      // The firmware version of the `hello` just before decides which settings apply (SPEC.md §2.6).
+      void presence.described(id).then(() => services.configDelivery.onHello(id, hashes)).catch((err) => app.log.warn({ err, device: id }, 'configuration sync failed'));
     },
   });
   let listeners: { close(): Promise<void> } | undefined;

@@ -2,6 +2,8 @@ import { EventEmitter } from 'node:events';
 import mqtt from 'mqtt';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { refusal } from './errors.js';
+import { apply, check, ConfigStatus, read, type Bindings } from './config.js';
+import { loadModule, saveModule } from './config-store.js';
 import { answerCall, answerGet, type FunctionHandler, type Reply, type Variable, type VariableGetter, type VariableType } from './replies.js';
 import { topicMatches } from '../domain/device-protocol.js';
 
@@ -40,7 +42,11 @@ export interface DeviceOptions {
   tls?: Pick<mqtt.IClientOptions, 'ca' | 'rejectUnauthorized' | 'servername'>;
   /** How long claim() waits for the cloud's answer (ms, default 10 s). */
   claimTimeoutMs?: number;
+  /** Folder where configuration modules are saved between runs; without it they live in memory only. */
+  configDir?: string;
 }
+
+interface ConfigModule { bindings: Bindings; hash: string | null }
 
 type Waiter = (err?: Error) => void;
 interface PendingClaim { resolve: () => void; reject: (err: Error) => void; timer: NodeJS.Timeout }
@@ -50,7 +56,8 @@ interface PendingClaim { resolve: () => void; reject: (err: Error) => void; time
  * and secret, describes its functions and variables, answers calls and reads, publishes and
  * receives events, presents claim codes, and reconnects with exponential backoff and full jitter.
  *
- * Events: 'online', 'offline', 'error' (Error), 'warning' (CloudWarning), 'signal' (boolean).
+ * Events: 'online', 'offline', 'error' (Error), 'warning' (CloudWarning), 'signal' (boolean),
+ * 'config' (module name, the value applied).
  */
 export class Device extends EventEmitter {
   readonly id: string;
@@ -59,6 +66,9 @@ export class Device extends EventEmitter {
   private readonly variables = new Map<string, Variable>();
   private readonly subscriptions: Array<{ filter: string; handler: (e: DeviceEventMessage) => void }> = [];
   private readonly claims: PendingClaim[] = [];
+  private readonly modules = new Map<string, ConfigModule>();
+  /** Configuration messages are handled one at a time, in order: each ends with a save. */
+  private configQueue: Promise<void> = Promise.resolve();
   private readonly waiters = new Set<Waiter>();
   private attempt = 0;
   private retry: NodeJS.Timeout | null = null;
@@ -89,6 +99,31 @@ export class Device extends EventEmitter {
     this.variables.set(name, { type, get });
     this.describe();
     return this;
+  }
+
+  /**
+   * Registers a configuration module (docs/sdk.md, "Configuration"): its saved value, if any, is
+   * loaded and applied now, and the cloud hears what the device holds on every connect. Names are
+   * 1-64 letters, digits or underscores, each registered once.
+   */
+  async configModule(name: string, bindings: Bindings): Promise<void> {
+    if (!/^[A-Za-z0-9_]{1,64}$/.test(name)) throw new Error(`configuration module names are 1-64 letters, digits or underscores, not ${JSON.stringify(name)}`);
+    if (this.modules.has(name)) throw new Error(`configuration module ${name} is already registered`);
+    const module: ConfigModule = { bindings, hash: null };
+    this.modules.set(name, module);
+    const dir = this.options.configDir;
+    const saved = dir ? await loadModule(dir, name).catch((err: Error) => { this.emit('error', err); return null; }) : null;
+    if (saved && check(bindings, saved.value) === ConfigStatus.ok) {
+      apply(bindings, saved.value);
+      module.hash = saved.hash;
+    }
+    this.reportConfig();
+  }
+
+  /** A registered module's current value, as the cloud stores it. */
+  configValue(name: string): Record<string, unknown> | undefined {
+    const module = this.modules.get(name);
+    return module ? read(module.bindings) : undefined;
   }
 
   /**
@@ -226,6 +261,7 @@ export class Device extends EventEmitter {
       const granted = await client.subscribeAsync(`devices/${this.id}/cloud/#`, { qos: 1 });
       if (granted.some((g) => g.qos >= 0x80)) throw new Error(`the cloud refused the subscription to devices/${this.id}/cloud/#`);
       await client.publishAsync(`devices/${this.id}/hello`, this.helloPayload(), { qos: 1 });
+      if (this.modules.size > 0) await client.publishAsync(`devices/${this.id}/config/hello`, this.configHelloPayload(), { qos: 1 });
       if (this.client !== client) return;
       this.onlineSince = Date.now();
       this.setOnline(true);
@@ -269,6 +305,37 @@ export class Device extends EventEmitter {
     if (this.client && this.online) this.client.publish(`devices/${this.id}/hello`, this.helloPayload(), { qos: 1 });
   }
 
+  /** "Configuration": the hash of each module the device holds; ones never received are left out. */
+  private configHelloPayload(): string {
+    const modules: Record<string, string> = {};
+    for (const [name, m] of this.modules) if (m.hash !== null) modules[name] = m.hash;
+    return JSON.stringify({ modules });
+  }
+
+  private reportConfig(): void {
+    if (this.client && this.online) this.client.publish(`devices/${this.id}/config/hello`, this.configHelloPayload(), { qos: 1 });
+  }
+
+  /** Applies one module from the cloud, saves it, and answers with its status. */
+  private async configure(client: mqtt.MqttClient, body: Record<string, unknown>): Promise<void> {
+    const name = String(body.module);
+    const module = this.modules.get(name);
+    let status: number = module ? check(module.bindings, body.value) : ConfigStatus.unknownModule;
+    if (module && status === ConfigStatus.ok && typeof body.hash !== 'string') status = ConfigStatus.invalid;
+    if (module && status === ConfigStatus.ok) {
+      const value = body.value as Record<string, unknown>;
+      apply(module.bindings, value);
+      module.hash = body.hash as string;
+      if (this.options.configDir) {
+        // Unsaved, the module is still applied; after a restart the old hash brings it again.
+        await saveModule(this.options.configDir, name, { version: 1, hash: module.hash, value: read(module.bindings) })
+          .catch((err: Error) => this.emit('error', err));
+      }
+      this.emit('config', name, value);
+    }
+    client.publish(`devices/${this.id}/config/ack`, JSON.stringify({ id: body.id, status }), { qos: 1 });
+  }
+
   private dropClaim(claim: PendingClaim): void {
     const i = this.claims.indexOf(claim);
     if (i >= 0) this.claims.splice(i, 1);
@@ -293,6 +360,9 @@ export class Device extends EventEmitter {
       else if (leaf === 'signal') this.emit('signal', body.signal === true);
       else if (leaf === 'error') this.emit('warning', body as unknown as CloudWarning);
       else if (leaf === 'claim') this.settleClaim(body);
+      else if (leaf === 'config/set') {
+        this.configQueue = this.configQueue.then(() => this.configure(client, body)).catch((err: Error) => { this.emit('error', err); });
+      }
       else if (leaf.startsWith('events/')) this.deliver({ ...(body as unknown as DeviceEventMessage), name: leaf.slice('events/'.length) });
     } catch (err) {
       this.emit('error', err as Error);

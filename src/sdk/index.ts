@@ -5,3 +5,5 @@ export { ConnectionRefusedError, CredentialsRefusedError } from './errors.js';
 export type { VariableType, VariableValue, FunctionHandler, VariableGetter } from './replies.js';
 export { backoffDelay } from './backoff.js';
 export type { BackoffOptions } from './backoff.js';
+export { bind, ConfigStatus } from './config.js';
+export type { Binding, Bindings } from './config.js';

@@ -27,7 +27,11 @@ export function createConfigDeliveryService(deps: {
   bus: Bus; values: ConfigValuesService; state: DeviceConfigStateRepository; valuesRepo: ConfigValuesRepository;
   devices: DevicesRepository; products: ProductsRepository; clock: Clock; log: () => Log; timeoutMs: number;
 }) {
-  /** Sends what differs from what the device holds; stops at the first module the device does not answer. */
+  /**
+   * Sends what differs from what the device holds; stops at the first module the device does not
+   * answer. `reported` is what the device said at connect; without it (a change while connected),
+   * a value the device already refused is not sent again.
+   */
   async function sync(product: ProductRecord, device: DeviceRecord, reported?: Record<string, string>): Promise<ModuleResult[]> {
     const { values } = await deps.values.device(product, device);
     const held = await deps.state.held(device.id);
@@ -40,6 +44,8 @@ export function createConfigDeliveryService(deps: {
         if (held.get(module)?.hash !== hash || held.get(module)?.status !== 'in_sync') await deps.state.record(device.id, { module, hash, value, status: 'in_sync', code: null }, deps.clock.now());
         continue;
       }
+      if (!reported && held.get(module)?.status === 'rejected' && held.get(module)?.refusedHash === hash) continue;
+      if (!reported && held.get(module)?.status === 'rejected' && held.get(module)?.refusedHash === hash) continue;
       if (unreachable) { results.push({ module, status: 'pending', reason: unreachable }); continue; }
       try {
         const answer = await deps.bus.send(device.id, { kind: 'config', module, value, hash }, deps.timeoutMs);
@@ -48,7 +54,7 @@ export function createConfigDeliveryService(deps: {
           await deps.state.record(device.id, { module, hash, value, status: 'in_sync', code: null }, deps.clock.now());
           results.push({ module, status: 'in_sync' });
         } else {
-          await deps.state.record(device.id, { module, hash: null, value: null, status: 'rejected', code }, deps.clock.now());
+          await deps.state.record(device.id, { module, hash, value, status: 'rejected', code }, deps.clock.now());
           results.push({ module, status: 'rejected', code });
         }
       } catch (err) {
@@ -65,7 +71,7 @@ export function createConfigDeliveryService(deps: {
 
     /** `{current, pending}`: what the device confirmed, and what it has yet to take. */
     async status(product: ProductRecord, device: DeviceRecord) {
-      const { values, sources } = await deps.values.device(product, device);
+      const { values, sources, outsideFirmware } = await deps.values.device(product, device);
       const held = await deps.state.held(device.id);
       const current: Record<string, Json> = {};
       const pending: Record<string, Json> = {};
@@ -76,7 +82,7 @@ export function createConfigDeliveryService(deps: {
         if (h?.hash !== moduleHash(value) || h.status !== 'in_sync') pending[module] = value;
         if (h?.status === 'rejected' && h.code !== null) rejected[module] = h.code;
       }
-      return { configuration: { current, pending }, sources, rejected };
+      return { configuration: { current, pending }, sources, rejected, outside_firmware_range: outsideFirmware };
     },
 
     /** A device connected and reported its hashes. */

@@ -76,7 +76,7 @@ export function createConfigValuesService(deps: { db: Db; repo: ConfigValuesRepo
       const own = inSchema(schema, await deps.repo.device(product.id, device.id));
       const fleet = inSchema(schema, await deps.repo.fleet(product.id));
       const deviceValuesWin = device.development || (await deps.repo.ownWins(device.id));
-      return { own, ...effectiveConfig({ schema, fleet, device: own, deviceValuesWin }) };
+      return { own, ...effectiveConfig({ schema, fleet, device: own, deviceValuesWin, firmwareVersion: device.firmwareVersion }) };
     },
 
     /** PUT /v1/products/:p/config/:deviceId: replace the device's own values; empty resets to inheritance. */

@@ -14,10 +14,13 @@ export function createPresenceService(deps: { repo: PresenceRepository; clock: C
   const changed = deps.changed ?? (() => undefined);
   const batcher = createBatcher<PresenceChange>((changes) => deps.repo.apply(changes), { maxBatch: 2000, inFlight: 1 });
   const outstanding = new Set<Promise<void>>();
+  /** The latest `hello` write per device, so that what depends on it (configuration) can wait. */
+  const describing = new Map<string, Promise<void>>();
 
-  function track(p: Promise<void>, what: string): void {
+  function track(p: Promise<void>, what: string): Promise<void> {
     const tracked = p.catch((err) => deps.log().warn({ err }, `presence: ${what} not stored`)).finally(() => outstanding.delete(tracked));
     outstanding.add(tracked);
+    return tracked;
   }
 
   return {
@@ -31,8 +34,12 @@ export function createPresenceService(deps: { repo: PresenceRepository; clock: C
       track(batcher.add({ id, online: null, at: deps.clock.now() }).finally(() => changed(id)), 'last_heard');
     },
     describe(id: string, hello: Hello): void {
-      track(deps.repo.describe(id, hello, deps.clock.now()).finally(() => changed(id)), 'hello');
+      const done = track(deps.repo.describe(id, hello, deps.clock.now()).finally(() => changed(id)), 'hello');
+      describing.set(id, done);
+      void done.finally(() => { if (describing.get(id) === done) describing.delete(id); });
     },
+    /** Resolves once the device's last `hello` (firmware versions, functions) is stored. */
+    described: (id: string): Promise<void> => describing.get(id) ?? Promise.resolve(),
     markAllOffline: () => deps.repo.markAllOffline(),
     /** Waits for every write handed in so far. */
     async settle(): Promise<void> {

@@ -100,18 +100,53 @@ export interface EffectiveInput {
    * after it returns to regular mode until the next fleet change (SPEC.md §3.2).
    */
   deviceValuesWin: boolean;
+  /** The device's product firmware version, when it reported one (SPEC.md §2.6). */
+  firmwareVersion?: number | null;
+}
+
+/** A module or setting the device's firmware is outside of, with the range it needs. */
+export interface OutOfRange { path: string; minimumFirmwareVersion?: number; maximumFirmwareVersion?: number }
+
+/**
+ * Whether firmware `version` is inside the node's `minimumFirmwareVersion`..`maximumFirmwareVersion`.
+ * A device that never reported a version is not placed outside any range.
+ */
+function firmwareRange(node: Json, version: number | null | undefined): OutOfRange | null {
+  if (version === null || version === undefined) return null;
+  const min = typeof node.minimumFirmwareVersion === 'number' ? node.minimumFirmwareVersion : undefined;
+  const max = typeof node.maximumFirmwareVersion === 'number' ? node.maximumFirmwareVersion : undefined;
+  if ((min === undefined || version >= min) && (max === undefined || version <= max)) return null;
+  return { path: '', ...(min !== undefined ? { minimumFirmwareVersion: min } : {}), ...(max !== undefined ? { maximumFirmwareVersion: max } : {}) };
+}
+
+/** `value` without the settings whose schema puts them outside the firmware's range, noted in `out`. */
+function withinFirmware(node: Json, value: Json, version: number | null | undefined, path: string, out: OutOfRange[]): Json {
+  if (!isObject(node.properties)) return value;
+  const kept: Json = {};
+  for (const [key, v] of Object.entries(value)) {
+    const sub = node.properties[key];
+    const keyPath = `${path}/${key}`;
+    const outside = isObject(sub) ? firmwareRange(sub, version) : null;
+    if (outside) { out.push({ ...outside, path: keyPath }); continue; }
+    kept[key] = isObject(sub) && isObject(v) ? withinFirmware(sub, v, version, keyPath, out) : v;
+  }
+  return kept;
 }
 
 /**
  * The effective configuration of a device, module by module: the device's own module where it
  * applies (device-level-only modules always; others while `deviceValuesWin`), else the fleet's
  * (never device-level-only), else the schema's defaults. A chosen module object is whole; keys
- * it leaves out take their defaults.
+ * it leaves out take their defaults. Modules and settings outside the device's firmware range
+ * are left out, and listed in `outsideFirmware`.
  */
-export function effectiveConfig(input: EffectiveInput): { values: Values; sources: Record<string, Source> } {
+export function effectiveConfig(input: EffectiveInput): { values: Values; sources: Record<string, Source>; outsideFirmware: OutOfRange[] } {
   const values: Values = {};
   const sources: Record<string, Source> = {};
+  const outsideFirmware: OutOfRange[] = [];
   for (const [name, m] of modules(input.schema)) {
+    const outside = firmwareRange(m, input.firmwareVersion);
+    if (outside) { outsideFirmware.push({ ...outside, path: `/${name}` }); continue; }
     const dlo = m.deviceLevelOnly === true;
     const defaults = defaultsOf(m);
     const own = input.device[name];
@@ -126,8 +161,9 @@ export function effectiveConfig(input: EffectiveInput): { values: Values; source
       values[name] = defaults;
       sources[name] = 'default';
     }
+    values[name] = withinFirmware(m, values[name] as Json, input.firmwareVersion, `/${name}`, outsideFirmware);
   }
-  return { values, sources };
+  return { values, sources, outsideFirmware };
 }
 
 /** `value` with what it leaves out taken from `defaults`, at every depth (a zone's keys too). */
