@@ -233,6 +233,8 @@ export class Device extends EventEmitter {
     });
     client.on('message', (topic, payload) => this.onMessage(client, topic, payload));
     client.on('error', (err: Error & { code?: unknown }) => {
+      // A client the device has let go of (closed, or replaced) may still fail on its way out.
+      if (this.client !== client) return;
       // Only a CONNACK refuses the device; later reason codes (a PUBACK 0x87...) are not about it.
       const refused = acknowledged ? null : refusal(err.code);
       if (refused?.final) {
