@@ -1,9 +1,10 @@
 import { Command } from 'commander';
 import { loadSettings, SettingsError } from '../config/settings.js';
-import { VERSION } from '../main.js';
+import { VERSION } from '../version.js';
 import { registerServerCommands } from './commands/server.js';
 import { registerUserCommands } from './commands/user.js';
 import { registerSimCommand } from './commands/sim.js';
+import { registerSchemaCommands } from './commands/schema.js';
 
 /** `skyport`: the command line. Each command prints one clear line on stderr when it fails. */
 export async function runCli(argv: readonly string[]): Promise<void> {
@@ -15,6 +16,7 @@ export async function runCli(argv: readonly string[]): Promise<void> {
   registerServerCommands(program);
   registerUserCommands(program);
   registerSimCommand(program);
+  registerSchemaCommands(program);
   try {
     await program.parseAsync([...argv], { from: 'user' });
   } catch (err) {

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { openStorage } from '../../main.js';
-import { exitOnSignals, startServer } from '../../server.js';
-import { loadMigrations } from '../../storage/migrate.js';
 import { settingsFrom } from '../main.js';
+
+// The server's modules are loaded by the commands that need them, so that other commands
+// (schema merge, sim) start without loading the whole cloud.
 
 export function registerServerCommands(program: Command): void {
   const server = program.command('server').description('run and maintain the cloud');
@@ -13,6 +13,7 @@ export function registerServerCommands(program: Command): void {
     .allowExcessArguments()
     .action(async (_opts, cmd: Command) => {
       const settings = settingsFrom(cmd.args);
+      const { exitOnSignals, startServer } = await import('../../server.js');
       const { skyport, url, mqttUrl, wsUrl } = await startServer(settings);
       const store = settings.databaseUrl ? 'PostgreSQL' : `embedded store in ${settings.dataDir}`;
       process.stdout.write(`Skyport is running\n  API      ${url}\n  OpenAPI  ${url}/v1/openapi.json\n  MQTT     ${mqttUrl}\n${wsUrl ? `  MQTT/WS  ${wsUrl}\n` : ''}  storage  ${store}\n  sign-up  ${settings.signup ? 'open' : 'closed'}\n`);
@@ -25,6 +26,7 @@ export function registerServerCommands(program: Command): void {
     .allowExcessArguments()
     .action(async (_opts, cmd: Command) => {
       const settings = settingsFrom(cmd.args);
+      const [{ openStorage }, { loadMigrations }] = await Promise.all([import('../../main.js'), import('../../storage/migrate.js')]);
       const db = await openStorage(settings);
       await db.close();
       const newest = loadMigrations().at(-1);

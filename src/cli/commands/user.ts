@@ -1,6 +1,5 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { createSkyport } from '../../main.js';
 import { settingsFrom } from '../main.js';
 
 async function readPassword(): Promise<string> {
@@ -35,6 +34,7 @@ export function registerUserCommands(program: Command): void {
     .action(async (opts: { username: string }, cmd: Command) => {
       const settings = settingsFrom(cmd.args);
       const password = await readPassword();
+      const { createSkyport } = await import('../../main.js');
       const skyport = await createSkyport(settings, { logger: false });
       try {
         await skyport.services.accounts.bootstrap({ username: opts.username, password });
