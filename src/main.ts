@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { VERSION } from './version.js';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Settings } from './config/settings.js';
 import { FailureLimiter } from './domain/failure-limiter.js';
@@ -42,11 +42,13 @@ import { createConfigSchemaService } from './services/config-schema.service.js';
 import { createConfigSchemasRepository } from './repositories/config-schemas.repository.js';
 import { createConfigValuesService } from './services/config-values.service.js';
 import { createConfigValuesRepository } from './repositories/config-values.repository.js';
+import { createConfigHistoryRepository } from './repositories/config-history.repository.js';
+import { createConfigHistoryService } from './services/config-history.service.js';
 import { createConfigDeliveryService } from './services/config-delivery.service.js';
 import { createDeviceConfigStateRepository } from './repositories/device-config-state.repository.js';
 import type { Log } from './platform/log.js';
 
-export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export { VERSION };
 
 /** Opens the store that the settings name and brings its schema up to date. */
 export async function openStorage(settings: Pick<Settings, 'databaseUrl' | 'dataDir'>): Promise<Db> {
@@ -123,14 +125,15 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
   const oauth = createOAuthService({ tokens, accounts, mfa, customers: customers.directory, audit, clock, settings });
   const deviceCalls = createDeviceCallService({ bus, callTimeoutSeconds: settings.deviceCallTimeoutSeconds });
   const events = createEventService({ bus, clock });
-  const configSchemas = createConfigSchemaService({ repo: createConfigSchemasRepository(db), audit, clock });
   const configValuesRepo = createConfigValuesRepository(db);
-  const configValues = createConfigValuesService({ db, repo: configValuesRepo, schemas: configSchemas, clock });
+  const configHistoryRepo = createConfigHistoryRepository(db);
+  const configSchemas = createConfigSchemaService({ db, repo: createConfigSchemasRepository(db), history: configHistoryRepo, values: configValuesRepo, audit, clock });
+  const configValues = createConfigValuesService({ db, repo: configValuesRepo, history: configHistoryRepo, schemas: configSchemas, clock });
   const configDelivery = createConfigDeliveryService({
     bus, values: configValues, state: createDeviceConfigStateRepository(db), valuesRepo: configValuesRepo, devices: devicesRepo, products: productsRepo,
     clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000,
   });
-  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, claims, deviceCalls, events, configSchemas, configValues, configDelivery, devicesRepo };
+  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, claims, deviceCalls, events, configSchemas, configValues, configDelivery, configHistory: createConfigHistoryService({ repo: configHistoryRepo }), devicesRepo };
 }
 
 /**

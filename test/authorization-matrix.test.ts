@@ -59,6 +59,12 @@ async function must(expected: number, r: Promise<RawResponse>, what: string): Pr
   return res;
 }
 
+/** A version of the product's configuration history to point at: a fleet write by the owner. */
+async function fleetVersion(fx: Fixture): Promise<number> {
+  const r = await must(200, call('PUT', `/v1/products/${fx.product.id}/config`, { token: fx.owner.token, json: { rgb: { type: 'off' } } }), 'fleet write');
+  return r.json.version as number;
+}
+
 async function signUp(prefix: string): Promise<{ username: string; password: string }> {
   const username = email(prefix);
   await must(201, call('POST', '/v1/users', { json: { username, password: PASSWORD } }), `sign up ${prefix}`);
@@ -295,6 +301,12 @@ const REQUESTS: Record<string, (fx: Fixture, cred: CredentialId) => CellRequest 
   'GET /v1/products/{productIdOrSlug}/config/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/config/${fx.device}`, headers: { accept: 'application/schema+json' } }),
   'PUT /v1/products/{productIdOrSlug}/config': (fx) => ({ path: `/v1/products/${fx.product.id}/config`, headers: { 'content-type': 'application/schema+json' }, body: JSON.stringify(defaultSchema()) }),
   'PUT /v1/products/{productIdOrSlug}/config/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/config/${fx.device}`, json: { geofence: { interval: 5 } } }),
+  'GET /v1/products/{productIdOrSlug}/config/rollout': (fx) => ({ path: `/v1/products/${fx.product.id}/config/rollout` }),
+  'GET /v1/products/{productIdOrSlug}/config/{deviceId}/explain': (fx) => ({ path: `/v1/products/${fx.product.id}/config/${fx.device}/explain` }),
+  'GET /v1/products/{productIdOrSlug}/config/history': (fx) => ({ path: `/v1/products/${fx.product.id}/config/history` }),
+  'GET /v1/products/{productIdOrSlug}/config/history/{version}': async (fx) => ({ path: `/v1/products/${fx.product.id}/config/history/${await fleetVersion(fx)}` }),
+  'GET /v1/products/{productIdOrSlug}/config/history/{version}/diff': async (fx) => ({ path: `/v1/products/${fx.product.id}/config/history/${await fleetVersion(fx)}/diff` }),
+  'POST /v1/products/{productIdOrSlug}/config/history/{version}/rollback': async (fx) => ({ path: `/v1/products/${fx.product.id}/config/history/${await fleetVersion(fx)}/rollback` }),
   'DELETE /v1/products/{productIdOrSlug}/config': (fx) => ({ path: `/v1/products/${fx.product.id}/config`, headers: { 'content-type': 'application/schema+json' }, body: '{}' }),
   'POST /v1/devices/events': () => ({ path: '/v1/devices/events', json: { name: 'matrix', data: 'x' } }),
   'POST /v1/products/{productIdOrSlug}/events': (fx) => ({ path: `/v1/products/${fx.product.id}/events`, json: { name: 'matrix', data: 'x' } }),

@@ -10,15 +10,15 @@ export function createConfigSchemasRepository(db: Queryable) {
       const r = rows[0];
       return r && { productId: Number(r.product_id), schemaText: r.schema_text, updatedAt: new Date(r.updated_at), updatedBy: r.updated_by };
     },
-    async upsert(s: StoredSchema): Promise<void> {
-      await db.query(
+    async upsert(s: StoredSchema, q: Queryable = db): Promise<void> {
+      await q.query(
         `INSERT INTO product_config_schemas (product_id, schema_text, updated_at, updated_by) VALUES ($1, $2, $3, $4)
          ON CONFLICT (product_id) DO UPDATE SET schema_text = EXCLUDED.schema_text, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`,
         [s.productId, s.schemaText, s.updatedAt, s.updatedBy]);
     },
     /** Whether a custom schema was there to delete. */
-    async delete(productId: number): Promise<boolean> {
-      return (await db.query('DELETE FROM product_config_schemas WHERE product_id = $1 RETURNING product_id', [productId])).length === 1;
+    async delete(productId: number, q: Queryable = db): Promise<boolean> {
+      return (await q.query('DELETE FROM product_config_schemas WHERE product_id = $1 RETURNING product_id', [productId])).length === 1;
     },
   };
 }

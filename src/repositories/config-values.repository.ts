@@ -2,6 +2,9 @@ import type { Queryable } from '../storage/db.js';
 
 type Json = Record<string, unknown>;
 
+/** What the configuration of a fleet device depends on, besides the values. */
+export interface FleetDevice { id: string; development: boolean; ownWins: boolean; firmwareVersion: number | null; online: boolean }
+
 /** Configuration values by module: the fleet's (device '') or one device's. */
 export function createConfigValuesRepository(db: Queryable) {
   async function read(productId: number, deviceId: string, q: Queryable): Promise<Record<string, Json>> {
@@ -11,14 +14,20 @@ export function createConfigValuesRepository(db: Queryable) {
   return {
     fleet: (productId: number, q: Queryable = db) => read(productId, '', q),
     device: (productId: number, deviceId: string, q: Queryable = db) => read(productId, deviceId, q),
+    /**
+     * Every configuration write of a product (values of any scope, schema) takes the product's row
+     * first, in its transaction: writes take turns, so two deletes cannot both find nothing and
+     * both inserts collide, history versions count up without gaps, and locks are always taken in
+     * the same order (no deadlock with a fleet write updating device rows). NO KEY UPDATE, so the
+     * foreign keys of other writers (KEY SHARE) never wait on it.
+     */
+    async lockProduct(productId: number, q: Queryable): Promise<void> {
+      await q.query('SELECT 1 FROM products WHERE id = $1 FOR NO KEY UPDATE', [productId]);
+    },
     /** Replaces the whole set of modules of the fleet ('') or of a device: nothing merges. */
-    async replace(productId: number, deviceId: string, values: Record<string, Json>, at: Date, q: Queryable): Promise<void> {
-      // Concurrent writes to one scope take turns on its row, or two deletes could both find
-      // nothing and both inserts collide. NO KEY UPDATE, so the foreign keys of other writers
-      // (KEY SHARE) never wait on it.
-      if (deviceId === '') await q.query('SELECT 1 FROM products WHERE id = $1 FOR NO KEY UPDATE', [productId]);
-      else await q.query('SELECT 1 FROM devices WHERE id = $1 FOR NO KEY UPDATE', [deviceId]);
-      await q.query('DELETE FROM config_values WHERE product_id = $1 AND device_id = $2', [productId, deviceId]);
+    async replace(productId: number, deviceId: string, values: Record<string, Json>, schemaModules: string[], at: Date, q: Queryable): Promise<void> {
+      // Only the schema's modules: values of modules it no longer has stay aside, untouched.
+      await q.query('DELETE FROM config_values WHERE product_id = $1 AND device_id = $2 AND module = ANY($3::text[])', [productId, deviceId, schemaModules]);
       const entries = Object.entries(values);
       if (entries.length === 0) return;
       await q.query(
@@ -33,6 +42,28 @@ export function createConfigValuesRepository(db: Queryable) {
     async ownWins(deviceId: string, q: Queryable = db): Promise<boolean> {
       const rows = await q.query<{ config_own_wins: boolean }>('SELECT config_own_wins FROM devices WHERE id = $1', [deviceId]);
       return rows[0]?.config_own_wins ?? false;
+    },
+    /** The modules a product has stored values for, in any scope. */
+    async storedModules(productId: number, q: Queryable = db): Promise<string[]> {
+      return (await q.query<{ module: string }>('SELECT DISTINCT module FROM config_values WHERE product_id = $1 ORDER BY module', [productId])).map((r) => r.module);
+    },
+    /** A product's devices (only the connected ones, to take a fleet change at once). */
+    async fleetDevices(productId: number, options: { onlineOnly: boolean }, q: Queryable = db): Promise<FleetDevice[]> {
+      const rows = await q.query<{ id: string; development: boolean; config_own_wins: boolean; firmware_version: number | null; online: boolean }>(
+        `SELECT id, development, config_own_wins, firmware_version, online FROM devices WHERE product_id = $1${options.onlineOnly ? ' AND online' : ''}`, [productId]);
+      return rows.map((r) => ({ id: r.id, development: r.development, ownWins: r.config_own_wins, firmwareVersion: r.firmware_version, online: r.online }));
+    },
+    /** The own values of every device of a product that has some, in one read. */
+    async devicesValues(productId: number, q: Queryable = db): Promise<Map<string, Record<string, Json>>> {
+      const rows = await q.query<{ device_id: string; module: string; value_text: string }>(
+        "SELECT device_id, module, value_text FROM config_values WHERE product_id = $1 AND device_id <> ''", [productId]);
+      const out = new Map<string, Record<string, Json>>();
+      for (const r of rows) {
+        const values = out.get(r.device_id) ?? {};
+        values[r.module] = JSON.parse(r.value_text) as Json;
+        out.set(r.device_id, values);
+      }
+      return out;
     },
     /** Devices of a product that are connected now, to take a fleet change at once. */
     async onlineDevices(productId: number, q: Queryable = db): Promise<string[]> {

@@ -3,26 +3,53 @@ import type { Queryable } from '../storage/db.js';
 export interface HeldModule { module: string; hash: string | null; value: Record<string, unknown> | null; status: 'in_sync' | 'rejected'; code: number | null; refusedHash: string | null; updatedAt: Date }
 
 /** What a device holds of its configuration, module by module. */
+type Row = { device_id: string; module: string; hash: string | null; value_text: string | null; status: 'in_sync' | 'rejected'; code: number | null; refused_hash: string | null; updated_at: Date };
+const COLUMNS = 'device_id, module, hash, value_text, status, code, refused_hash, updated_at';
+
+const held = (r: Row): HeldModule => ({
+  module: r.module, hash: r.hash, value: r.value_text === null ? null : JSON.parse(r.value_text) as Record<string, unknown>,
+  status: r.status, code: r.code, refusedHash: r.refused_hash, updatedAt: new Date(r.updated_at),
+});
+
+export interface StateChange { deviceId: string; module: string; hash: string; value: Record<string, unknown>; status: 'in_sync' | 'rejected'; code: number | null; at: Date }
+
 export function createDeviceConfigStateRepository(db: Queryable) {
   return {
     async held(deviceId: string): Promise<Map<string, HeldModule>> {
-      const rows = await db.query<{ module: string; hash: string | null; value_text: string | null; status: 'in_sync' | 'rejected'; code: number | null; refused_hash: string | null; updated_at: Date }>(
-        'SELECT module, hash, value_text, status, code, refused_hash, updated_at FROM device_config_state WHERE device_id = $1', [deviceId]);
-      return new Map(rows.map((r) => [r.module, {
-        module: r.module, hash: r.hash, value: r.value_text === null ? null : JSON.parse(r.value_text) as Record<string, unknown>,
-        status: r.status, code: r.code, refusedHash: r.refused_hash, updatedAt: new Date(r.updated_at),
-      }]));
+      const rows = await db.query<Row>(`SELECT ${COLUMNS} FROM device_config_state WHERE device_id = $1`, [deviceId]);
+      return new Map(rows.map((r) => [r.module, held(r)]));
     },
-    /** `hash` and `value` are what the device holds once in sync, or the value it refused. */
-    async record(deviceId: string, m: { module: string; hash: string; value: Record<string, unknown>; status: 'in_sync' | 'rejected'; code: number | null }, at: Date): Promise<void> {
-      const inSync = m.status === 'in_sync';
+    /** What each of a product's devices holds, in one read (a fan-out or the rollout status). */
+    async heldByProduct(productId: number): Promise<Map<string, Map<string, HeldModule>>> {
+      const rows = await db.query<Row>(
+        `SELECT ${COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')} FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1`, [productId]);
+      const out = new Map<string, Map<string, HeldModule>>();
+      for (const r of rows) {
+        const m = out.get(r.device_id) ?? new Map<string, HeldModule>();
+        m.set(r.module, held(r));
+        out.set(r.device_id, m);
+      }
+      return out;
+    },
+    /**
+     * Records many outcomes in one statement (acknowledgements of a fan-out arrive together).
+     * `hash` and `value` are what the device holds once in sync, or the value it refused.
+     */
+    async recordMany(changes: StateChange[]): Promise<void> {
+      // One row per device and module: ON CONFLICT may not touch a row twice in one statement.
+      const last = new Map(changes.map((c) => [`${c.deviceId}/${c.module}`, c]));
+      const list = [...last.values()];
+      const inSync = (c: StateChange) => c.status === 'in_sync';
       await db.query(
-        `INSERT INTO device_config_state (device_id, module, hash, value_text, status, code, refused_hash, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        `INSERT INTO device_config_state (${COLUMNS})
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::timestamptz[])
          ON CONFLICT (device_id, module) DO UPDATE SET
            hash = CASE WHEN EXCLUDED.status = 'in_sync' THEN EXCLUDED.hash ELSE device_config_state.hash END,
            value_text = CASE WHEN EXCLUDED.status = 'in_sync' THEN EXCLUDED.value_text ELSE device_config_state.value_text END,
            status = EXCLUDED.status, code = EXCLUDED.code, refused_hash = EXCLUDED.refused_hash, updated_at = EXCLUDED.updated_at`,
-        [deviceId, m.module, inSync ? m.hash : null, inSync ? JSON.stringify(m.value) : null, m.status, m.code, inSync ? null : m.hash, at]);
+        [list.map((c) => c.deviceId), list.map((c) => c.module), list.map((c) => (inSync(c) ? c.hash : null)),
+          list.map((c) => (inSync(c) ? JSON.stringify(c.value) : null)), list.map((c) => c.status), list.map((c) => c.code),
+          list.map((c) => (inSync(c) ? null : c.hash)), list.map((c) => c.at)]);
     },
   };
 }

@@ -4,7 +4,9 @@ import type { Bus } from '../bus/bus.js';
 import type { Clock } from '../platform/clock.js';
 import type { Log } from '../platform/log.js';
 import type { ConfigValuesRepository } from '../repositories/config-values.repository.js';
-import type { DeviceConfigStateRepository } from '../repositories/device-config-state.repository.js';
+import type { DeviceConfigStateRepository, HeldModule, StateChange } from '../repositories/device-config-state.repository.js';
+import { createBatcher } from '../storage/batcher.js';
+import type { Values } from '../domain/config/values.js';
 import type { DeviceRecord, DevicesRepository } from '../repositories/devices.repository.js';
 import type { ProductRecord, ProductsRepository } from '../repositories/products.repository.js';
 import type { ConfigValuesService } from './config-values.service.js';
@@ -16,47 +18,50 @@ export const moduleHash = (value: Json): string => createHash('sha256').update(J
 
 export type ModuleResult = { module: string; status: 'in_sync' } | { module: string; status: 'rejected'; code: number } | { module: string; status: 'pending'; reason: 'offline' | 'timeout' };
 
+/** Where a product's fleet stands: how many devices hold their configuration, and how many do not yet. */
+export interface Rollout { devices: number; in_sync: number; pending: number; pending_online: number; rejected: number; modules: Record<string, { in_sync: number; pending: number; rejected: number }> }
+
 /**
  * Delivery of configuration to devices (docs/device-protocol.md, "Configuration"; DESIGN.md):
  * a device reports the hash of each module it holds when it connects; the cloud sends, one module
  * per message, each module whose effective value differs; the device applies it and answers a
- * status, which is recorded. Fleet changes go at once to the fleet's connected devices; others
- * get them when they next connect.
+ * status, which is recorded. Fleet changes go at once to the fleet's connected devices, a bounded
+ * number at a time and in the background; others get them when they next connect.
  */
 export function createConfigDeliveryService(deps: {
   bus: Bus; values: ConfigValuesService; state: DeviceConfigStateRepository; valuesRepo: ConfigValuesRepository;
   devices: DevicesRepository; products: ProductsRepository; clock: Clock; log: () => Log; timeoutMs: number;
+  /** How many devices a fan-out talks to at once. */
+  fanOut?: number;
 }) {
+  // Acknowledgements of a fan-out arrive together: they are stored a batch at a time.
+  const records = createBatcher<StateChange>((changes) => deps.state.recordMany(changes), { maxBatch: 2000, inFlight: 2 });
+  const record = (deviceId: string, change: Omit<StateChange, 'deviceId' | 'at'>) => records.add({ deviceId, ...change, at: deps.clock.now() });
+
   /**
    * Sends what differs from what the device holds; stops at the first module the device does not
    * answer. `reported` is what the device said at connect; without it (a change while connected),
    * a value the device already refused is not sent again.
    */
-  async function sync(product: ProductRecord, device: DeviceRecord, reported?: Record<string, string>): Promise<ModuleResult[]> {
-    const { values } = await deps.values.device(product, device);
-    const held = await deps.state.held(device.id);
+  async function deliver(deviceId: string, values: Values, held: Map<string, HeldModule>, reported?: Record<string, string>): Promise<ModuleResult[]> {
     const results: ModuleResult[] = [];
     let unreachable: 'offline' | 'timeout' | null = null;
     for (const [module, value] of Object.entries(values)) {
       const hash = moduleHash(value);
-      const holds = reported ? reported[module] : held.get(module)?.hash;
+      const h = held.get(module);
+      const holds = reported ? reported[module] : h?.hash;
       if (holds === hash) {
-        if (held.get(module)?.hash !== hash || held.get(module)?.status !== 'in_sync') await deps.state.record(device.id, { module, hash, value, status: 'in_sync', code: null }, deps.clock.now());
+        if (h?.hash !== hash || h.status !== 'in_sync') await record(deviceId, { module, hash, value, status: 'in_sync', code: null });
         continue;
       }
-      if (!reported && held.get(module)?.status === 'rejected' && held.get(module)?.refusedHash === hash) continue;
-      if (!reported && held.get(module)?.status === 'rejected' && held.get(module)?.refusedHash === hash) continue;
+      if (!reported && h?.status === 'rejected' && h.refusedHash === hash) continue;
       if (unreachable) { results.push({ module, status: 'pending', reason: unreachable }); continue; }
       try {
-        const answer = await deps.bus.send(device.id, { kind: 'config', module, value, hash }, deps.timeoutMs);
+        const answer = await deps.bus.send(deviceId, { kind: 'config', module, value, hash }, deps.timeoutMs);
         const code = answer.ok ? Number(answer.value) : -1;
-        if (code === 0) {
-          await deps.state.record(device.id, { module, hash, value, status: 'in_sync', code: null }, deps.clock.now());
-          results.push({ module, status: 'in_sync' });
-        } else {
-          await deps.state.record(device.id, { module, hash, value, status: 'rejected', code }, deps.clock.now());
-          results.push({ module, status: 'rejected', code });
-        }
+        const ok = code === 0;
+        await record(deviceId, { module, hash, value, status: ok ? 'in_sync' : 'rejected', code: ok ? null : code });
+        results.push(ok ? { module, status: 'in_sync' } : { module, status: 'rejected', code });
       } catch (err) {
         if (!isDomainError(err) || !['device_offline', 'device_timeout', 'device_error'].includes(err.code)) throw err;
         unreachable = err.code === 'device_timeout' ? 'timeout' : 'offline';
@@ -64,6 +69,42 @@ export function createConfigDeliveryService(deps: {
       }
     }
     return results;
+  }
+
+  // One delivery at a time per device: a fleet change and a connect (or a device write) at the
+  // same moment would otherwise both send the same module. `generation` counts each device's
+  // deliveries, so that work which read the device's state at generation `since` knows whether
+  // a delivery ran in between and what it read is stale.
+  const chains = new Map<string, Promise<unknown>>();
+  const generation = new Map<string, number>();
+  const gen = (deviceId: string) => generation.get(deviceId) ?? 0;
+  function serial<T>(deviceId: string, work: (stale: boolean) => Promise<T>, since = gen(deviceId)): Promise<T> {
+    const run = (chains.get(deviceId) ?? Promise.resolve()).catch(() => undefined).then(() => work(gen(deviceId) !== since));
+    const tail: Promise<unknown> = run.catch(() => undefined).finally(() => {
+      generation.set(deviceId, gen(deviceId) + 1);
+      if (chains.get(deviceId) === tail) chains.delete(deviceId);
+    });
+    chains.set(deviceId, tail);
+    return run;
+  }
+
+  function sync(product: ProductRecord, device: DeviceRecord, reported?: Record<string, string>): Promise<ModuleResult[]> {
+    return serial(device.id, async (stale) => {
+      const { values } = await deps.values.device(product, device);
+      // What the device reported at connect is out of date once a delivery ran since.
+      return deliver(device.id, values, await deps.state.held(device.id), stale ? undefined : reported);
+    });
+  }
+
+  /** Whether a device holds `values`: in sync, pending, or refusing one of them. */
+  function standing(values: Values, held: Map<string, HeldModule> | undefined): Record<string, 'in_sync' | 'pending' | 'rejected'> {
+    const out: Record<string, 'in_sync' | 'pending' | 'rejected'> = {};
+    for (const [module, value] of Object.entries(values)) {
+      const hash = moduleHash(value);
+      const h = held?.get(module);
+      out[module] = h?.status === 'in_sync' && h.hash === hash ? 'in_sync' : h?.status === 'rejected' && h.refusedHash === hash ? 'rejected' : 'pending';
+    }
+    return out;
   }
 
   return {
@@ -85,6 +126,26 @@ export function createConfigDeliveryService(deps: {
       return { configuration: { current, pending }, sources, rejected, outside_firmware_range: outsideFirmware };
     },
 
+    /** The fleet's rollout: devices (and modules) in sync, pending, or refused by the device. */
+    async rollout(product: ProductRecord): Promise<Rollout> {
+      const fleet = await deps.valuesRepo.fleetDevices(product.id, { onlineOnly: false });
+      const effective = await deps.values.devices(product, fleet);
+      const held = await deps.state.heldByProduct(product.id);
+      const out: Rollout = { devices: fleet.length, in_sync: 0, pending: 0, pending_online: 0, rejected: 0, modules: {} };
+      for (const d of fleet) {
+        const byModule = standing(effective.get(d.id)?.values ?? {}, held.get(d.id));
+        const states = Object.values(byModule);
+        if (states.includes('rejected')) out.rejected += 1;
+        else if (states.includes('pending')) { out.pending += 1; if (d.online) out.pending_online += 1; }
+        else out.in_sync += 1;
+        for (const [module, st] of Object.entries(byModule)) {
+          const m = out.modules[module] ?? (out.modules[module] = { in_sync: 0, pending: 0, rejected: 0 });
+          m[st] += 1;
+        }
+      }
+      return out;
+    },
+
     /** A device connected and reported its hashes. */
     async onHello(deviceId: string, hashes: Record<string, string>): Promise<void> {
       const device = await deps.devices.findById(deviceId);
@@ -93,15 +154,24 @@ export function createConfigDeliveryService(deps: {
       if (product) await sync(product, device, hashes);
     },
 
-    /** After a fleet write: the fleet's connected devices take it now (in the background). */
+    /**
+     * After a fleet write: the fleet's connected devices take it now, in the background and a
+     * bounded number at a time, so that the API answers at once whatever the fleet's size.
+     */
     fleetChanged(product: ProductRecord): void {
       void (async () => {
-        const ids = await deps.valuesRepo.onlineDevices(product.id);
+        const online = await deps.valuesRepo.fleetDevices(product.id, { onlineOnly: true });
+        if (online.length === 0) return;
+        const since = new Map(online.map((d) => [d.id, gen(d.id)]));
+        const effective = await deps.values.devices(product, online);
+        const held = await deps.state.heldByProduct(product.id);
         let next = 0;
-        await Promise.all(Array.from({ length: Math.min(64, ids.length) }, async () => {
-          while (next < ids.length) {
-            const device = await deps.devices.findById(ids[next++] as string);
-            if (device && device.productId === product.id) await sync(product, device).catch((err) => deps.log().warn({ err, device: device.id }, 'configuration delivery failed'));
+        await Promise.all(Array.from({ length: Math.min(deps.fanOut ?? 256, online.length) }, async () => {
+          while (next < online.length) {
+            const id = (online[next++] as { id: string }).id;
+            const values = effective.get(id)?.values ?? {};
+            await serial(id, async (stale) => deliver(id, values, stale ? await deps.state.held(id) : held.get(id) ?? new Map()), since.get(id))
+              .catch((err) => deps.log().warn({ err, device: id }, 'configuration delivery failed'));
           }
         }));
       })().catch((err) => deps.log().warn({ err, product: product.id }, 'configuration fan-out failed'));

@@ -1,0 +1,64 @@
+import { DomainError } from '../domain/errors.js';
+import { diffJson } from '../domain/config/diff.js';
+import { defaultSchema } from '../domain/config/default-schema.js';
+import { pageMeta } from '../domain/paging.js';
+import type { ConfigHistoryRepository, HistoryEntry, HistoryKind } from '../repositories/config-history.repository.js';
+import type { ProductRecord } from '../repositories/products.repository.js';
+
+/** One change as the API shows it. */
+function view(e: HistoryEntry) {
+  return {
+    version: e.version, kind: e.kind, device_id: e.deviceId, action: e.action, rolled_back_from: e.rolledBackFrom,
+    by: e.actor, at: e.createdAt.toISOString(),
+  };
+}
+
+/** The document a change left in force: values as JSON; a schema, with null meaning the default. */
+export function documentOf(e: HistoryEntry): Record<string, unknown> {
+  if (e.document === null) return defaultSchema();
+  return JSON.parse(e.document) as Record<string, unknown>;
+}
+
+/**
+ * The configuration history of a product: every schema change and every write of fleet or device
+ * values, with who and when; the difference between two versions of one scope. Rolling back is
+ * a write like any other (routes/config.routes.ts), recorded with the version it restored.
+ */
+export function createConfigHistoryService(deps: { repo: ConfigHistoryRepository }) {
+  async function find(product: ProductRecord, version: number): Promise<HistoryEntry> {
+    const e = await deps.repo.find(product.id, version);
+    if (!e) throw new DomainError('not_found', `The product has no configuration version ${version}`);
+    return e;
+  }
+
+  return {
+    find,
+
+    async list(product: ProductRecord, q: { kind?: HistoryKind; deviceId?: string; fleet?: boolean; page: number; perPage: number }) {
+      const { entries, total } = await deps.repo.list(product.id, { kind: q.kind, deviceId: q.fleet ? null : q.deviceId }, q.page, q.perPage);
+      return { history: entries.map(view), meta: pageMeta(q.page, q.perPage, total) };
+    },
+
+    async get(product: ProductRecord, version: number) {
+      const e = await find(product, version);
+      return { ...view(e), document: documentOf(e) };
+    },
+
+    /**
+     * What `version` changed: against `against` when given (a version of the same scope), else
+     * against the change before it in its scope (or, for the first, the defaults: no values, or
+     * the default schema).
+     */
+    async diff(product: ProductRecord, version: number, against?: number) {
+      const to = await find(product, version);
+      const from = against === undefined ? await deps.repo.previous(to) : await find(product, against);
+      if (from && (from.kind !== to.kind || from.deviceId !== to.deviceId)) {
+        throw new DomainError('invalid_request', `Versions ${from.version} and ${to.version} are of different scopes (${from.kind} ${from.deviceId ?? 'fleet'}, ${to.kind} ${to.deviceId ?? 'fleet'}); compare versions of one scope`);
+      }
+      const base = from ? documentOf(from) : to.kind === 'schema' ? defaultSchema() : {};
+      return { from: from?.version ?? null, to: to.version, kind: to.kind, device_id: to.deviceId, changes: diffJson(base, documentOf(to)) };
+    },
+  };
+}
+
+export type ConfigHistoryService = ReturnType<typeof createConfigHistoryService>;
