@@ -67,10 +67,10 @@ test('SPEC.md §3.2, transition by transition', async () => {
   const refused = await put({ rgb: { type: 'tracker' } });
   assert.equal(refused.status, 400);
   assert.match(refused.json.violations[0].message, /development device/);
-  const zone = await put({ geofence: { interval: 30, zone1: { enable: true, lat: 47.5, lon: 8.5, radius: 100 } } });
-  assert.equal(zone.status, 202, zone.text);
-  assert.equal(zone.json.configuration.pending.geofence.zone1.lat, 47.5);
-  assert.equal(zone.json.configuration.pending.geofence.zone2.enable, false);
+  const zone = await api.setProductDeviceConfiguration({ product: product.id, deviceId: device.id, auth: token, config: { geofence: { interval: 30, zone1: { enable: true, lat: 47.5, lon: 8.5, radius: 100 } } } });
+  assert.equal(zone.statusCode, 202, 'held for the offline device');
+  assert.equal(zone.body.configuration.pending.geofence.zone1.lat, 47.5);
+  assert.equal(zone.body.configuration.pending.geofence.zone2.enable, false);
   // Fleet change reaches the regular device.
   await api.setProductConfiguration({ product: product.id, auth: token, config: { rgb: { type: 'particle' } } });
   assert.equal(await rgb(), 'particle');
