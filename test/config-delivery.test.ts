@@ -82,13 +82,22 @@ test('device writes answer 200 when applied, 400 with the codes when refused, an
     assert.equal(refused.status, 400, refused.text);
     assert.equal(refused.json.error, 'device_rejected_configuration');
     assert.deepEqual(refused.json.results, [{ module: 'geofence', status: 'rejected', code: -33 }]);
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json.rejected.geofence, -33);
+    const afterRefusal = (await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json as Json;
+    assert.equal(afterRefusal.rejected.geofence, -33);
+    assert.equal(afterRefusal.delivery.geofence.state, 'rejected');
+    assert.equal(afterRefusal.delivery.geofence.code, -33);
+    assert.equal(afterRefusal.delivery.geofence.held_hash, applied.json.delivery.geofence.desired_hash, 'the device still holds the value it took');
+    assert.notEqual(afterRefusal.delivery.geofence.desired_hash, afterRefusal.delivery.geofence.held_hash);
+    assert.deepEqual({ ...afterRefusal.delivery.rgb, since: undefined, desired_hash: undefined, held_hash: undefined }, { state: 'in_sync', code: null, since: undefined, desired_hash: undefined, held_hash: undefined });
 
     mode = 'silent';
     const unanswered = await put({ geofence: { interval: 9 } });
     assert.equal(unanswered.status, 408, unanswered.text);
     assert.match(unanswered.json.error_description, /stays pending/);
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json.configuration.pending.geofence.interval, 9);
+    const waiting = (await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json as Json;
+    assert.equal(waiting.configuration.pending.geofence.interval, 9);
+    assert.equal(waiting.delivery.geofence.state, 'pending');
+    assert.ok(Date.now() - Date.parse(waiting.delivery.geofence.since) < 60_000, 'pending since the write');
   } finally {
     await dev.client.endAsync();
   }

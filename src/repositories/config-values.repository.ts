@@ -43,6 +43,12 @@ export function createConfigValuesRepository(db: Queryable) {
       const rows = await q.query<{ config_own_wins: boolean }>('SELECT config_own_wins FROM devices WHERE id = $1', [deviceId]);
       return rows[0]?.config_own_wins ?? false;
     },
+    /** When each stored module of the fleet ('') and of one device was last written. */
+    async writtenAt(productId: number, deviceId: string, q: Queryable = db): Promise<Map<string, Date>> {
+      const rows = await q.query<{ device_id: string; module: string; updated_at: Date }>(
+        "SELECT device_id, module, updated_at FROM config_values WHERE product_id = $1 AND device_id IN ('', $2)", [productId, deviceId]);
+      return new Map(rows.map((r) => [`${r.device_id}/${r.module}`, new Date(r.updated_at)]));
+    },
     /** The modules a product has stored values for, in any scope. */
     async storedModules(productId: number, q: Queryable = db): Promise<string[]> {
       return (await q.query<{ module: string }>('SELECT DISTINCT module FROM config_values WHERE product_id = $1 ORDER BY module', [productId])).map((r) => r.module);

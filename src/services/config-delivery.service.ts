@@ -18,6 +18,9 @@ export const moduleHash = (value: Json): string => createHash('sha256').update(J
 
 export type ModuleResult = { module: string; status: 'in_sync' } | { module: string; status: 'rejected'; code: number } | { module: string; status: 'pending'; reason: 'offline' | 'timeout' };
 
+/** Where one module of one device stands, and since when. */
+export interface ModuleDelivery { state: 'in_sync' | 'pending' | 'rejected'; desired_hash: string; held_hash: string | null; code: number | null; since: string | null }
+
 /** Where a product's fleet stands: how many devices hold their configuration, and how many do not yet. */
 export interface Rollout { devices: number; in_sync: number; pending: number; pending_online: number; rejected: number; modules: Record<string, { in_sync: number; pending: number; rejected: number }> }
 
@@ -114,16 +117,27 @@ export function createConfigDeliveryService(deps: {
     async status(product: ProductRecord, device: DeviceRecord) {
       const { values, sources, outsideFirmware } = await deps.values.device(product, device);
       const held = await deps.state.held(device.id);
+      const written = await deps.valuesRepo.writtenAt(product.id, device.id);
       const current: Record<string, Json> = {};
       const pending: Record<string, Json> = {};
       const rejected: Record<string, number> = {};
+      const delivery: Record<string, ModuleDelivery> = {};
+      const states = standing(values, held);
       for (const [module, value] of Object.entries(values)) {
         const h = held.get(module);
+        const state = states[module] ?? 'pending';
         if (h?.status === 'in_sync' && h.value) current[module] = h.value;
-        if (h?.hash !== moduleHash(value) || h.status !== 'in_sync') pending[module] = value;
+        if (state !== 'in_sync') pending[module] = value;
         if (h?.status === 'rejected' && h.code !== null) rejected[module] = h.code;
+        // Pending since the write that made the value the device has yet to take (null: a
+        // default the device never took, since it joined).
+        const since = state === 'pending' ? written.get(`${sources[module] === 'device' ? device.id : ''}/${module}`) ?? null : h?.updatedAt ?? null;
+        delivery[module] = {
+          state, desired_hash: moduleHash(value), held_hash: h?.hash ?? null,
+          code: state === 'rejected' ? h?.code ?? null : null, since: since ? since.toISOString() : null,
+        };
       }
-      return { configuration: { current, pending }, sources, rejected, outside_firmware_range: outsideFirmware };
+      return { configuration: { current, pending }, sources, rejected, delivery, outside_firmware_range: outsideFirmware };
     },
 
     /** The fleet's rollout: devices (and modules) in sync, pending, or refused by the device. */
