@@ -5,6 +5,8 @@ import { registerServerCommands } from './commands/server.js';
 import { registerUserCommands } from './commands/user.js';
 import { registerSimCommand } from './commands/sim.js';
 import { registerSchemaCommands } from './commands/schema.js';
+import { registerAuthCommands } from './commands/auth.js';
+import { addGlobalOptions } from './lib/context.js';
 
 /** `skyport`: the command line. Each command prints one clear line on stderr when it fails. */
 export async function runCli(argv: readonly string[]): Promise<void> {
@@ -13,7 +15,9 @@ export async function runCli(argv: readonly string[]): Promise<void> {
     .version(VERSION)
     .showHelpAfterError()
     .exitOverride();
+  addGlobalOptions(program);
   registerServerCommands(program);
+  registerAuthCommands(program);
   registerUserCommands(program);
   registerSimCommand(program);
   registerSchemaCommands(program);
