@@ -157,3 +157,12 @@ test('a user claims by id, renames, unclaims; another user meets "belongs to som
   assert.equal((await raw(`${server.url}/v1/devices/${id}`, { token: cc.json.access_token })).status, 200);
   assert.equal((await raw(`${server.url}/v1/devices/${id}`, { token: other.token })).status, 403);
 });
+
+test('routes whose body is optional take a request without one (a bare POST, the token in the query)', async () => {
+  const { token } = await signUp(server.url);
+  const bare = await fetch(`${server.url}/v1/device_claims?access_token=${token}`, { method: 'POST' });
+  assert.equal(bare.status, 200, await bare.clone().text());
+  assert.match(((await bare.json()) as { claim_code: string }).claim_code, /^[0-9A-Za-z]{10,}$/);
+  const bearer = await fetch(`${server.url}/v1/device_claims`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+  assert.equal(bearer.status, 200);
+});

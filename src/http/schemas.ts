@@ -24,3 +24,11 @@ export const Pagination = Type.Object({
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 25 })),
 });
+
+/**
+ * For routes whose body is optional: a request without one (no Content-Type, as a bare
+ * `curl -X POST` or particle-cli sends) is validated as an empty object rather than refused.
+ */
+export const bodyOptional = async (req: { body: unknown }): Promise<void> => {
+  if (req.body === undefined || req.body === null) req.body = {};
+};

@@ -8,7 +8,7 @@ import type { DeviceService } from '../../services/devices.service.js';
 import type { DeviceCallService } from '../../services/device-calls.service.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
-import { Flag, Str, errorResponses } from '../schemas.js';
+import { Flag, Str, bodyOptional, errorResponses } from '../schemas.js';
 
 const S = Type.String();
 const N = Type.Null();
@@ -117,6 +117,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
   });
 
   app.post('/v1/device_claims', {
+    preValidation: bodyOptional,
     preHandler: guard({ subjects: ['user'] }),
     schema: {
       tags: ['claiming'],
@@ -127,6 +128,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
   }, async (req) => deps.claims.create(devices.ownerOf(authOf(req)) as { kind: 'user'; id: string }, null, req.ip));
 
   app.post<WithP>('/v1/products/:productIdOrSlug/device_claims', {
+    preValidation: bodyOptional,
     preHandler: guard({ subjects: ['customer'] }),
     schema: {
       tags: ['claiming'],

@@ -5,7 +5,7 @@ import type { AuditService } from '../../services/audit.service.js';
 import type { MfaService } from '../../services/mfa.service.js';
 import { authOf, userIdOf, type Guard } from '../auth.js';
 import { pageMeta } from '../../domain/paging.js';
-import { Flag, OkBody, Pagination, Str, errorResponses, flagValue } from '../schemas.js';
+import { Flag, OkBody, Pagination, Str, bodyOptional, errorResponses, flagValue } from '../schemas.js';
 
 const AccountInfo = Type.Record(Type.String(), Type.Union([Type.String({ maxLength: 200 }), Type.Boolean()]), { maxProperties: 20 });
 
@@ -72,6 +72,7 @@ export function userRoutes(app: FastifyInstance, deps: { accounts: AccountServic
   });
 
   app.delete<{ Body: { password?: string } | undefined }>('/v1/user', {
+    preValidation: bodyOptional,
     preHandler: userOnly,
     schema: {
       tags: ['users'],
