@@ -1,0 +1,83 @@
+/**
+ * The mobile app of the simple authentication design (SPEC.md §5, docs/guides/simple-auth.md).
+ *
+ * The app talks to Skyport directly. It embeds the ID and secret of the product's Simple Auth
+ * (mobile app) client: `type: installed`, `scope: customers:create`. Anything shipped in an app
+ * can be dug out of it, so that client may do one thing only: create customers. Everything else
+ * the app does with the customer's own token, which reaches that customer's devices and nothing
+ * else. (A web app embeds only the ID of a `web` client, and sends the ID alone.)
+ */
+import { api, type FunctionResult, type TokenResponse, type VariableResult } from '../shared/api.js';
+import type { Lamp } from '../shared/lamp.js';
+
+export interface AppConfig {
+  apiUrl: string;
+  /** The product's id (or slug). */
+  product: number | string;
+  /** Built into the app: the customers:create client. */
+  client: { id: string; secret: string };
+}
+
+export class MobileApp {
+  /** The customer's token; a real app keeps it in the platform's keychain. */
+  private token: TokenResponse | undefined;
+
+  constructor(private readonly config: AppConfig) {}
+
+  private get productPath(): string {
+    return `/v1/products/${encodeURIComponent(String(this.config.product))}`;
+  }
+
+  /** The customer's access token (for the test and the curious). */
+  get accessToken(): string {
+    if (!this.token) throw new Error('sign up or log in first');
+    return this.token.access_token;
+  }
+
+  /**
+   * Sign-up: `POST /v1/products/:p/customers` with the app's client credentials (HTTP Basic),
+   * `email` and `password`. Skyport creates the customer and logs it in: the answer is its token.
+   */
+  async signUp(email: string, password: string): Promise<void> {
+    this.token = await api<TokenResponse>(this.config.apiUrl, `${this.productPath}/customers`, {
+      client: this.config.client, form: { email, password },
+    });
+  }
+
+  /**
+   * Log-in on a new phone, or when the token expired: the password grant with the app's client,
+   * `POST /oauth/token grant_type=password username=<email> password=…`.
+   */
+  async logIn(email: string, password: string): Promise<void> {
+    this.token = await api<TokenResponse>(this.config.apiUrl, '/oauth/token', {
+      client: this.config.client, form: { grant_type: 'password', username: email, password },
+    });
+  }
+
+  /**
+   * Device setup: a claim code for this customer (`POST /v1/products/:p/device_claims` with the
+   * customer's token), sent to the device over its own Wi-Fi access point together with the
+   * network's credentials. The device connects, presents the code and is the customer's.
+   */
+  async setUpDevice(lamp: Lamp): Promise<void> {
+    const { claim_code } = await api<{ claim_code: string }>(this.config.apiUrl, `${this.productPath}/device_claims`, { token: this.accessToken, json: {} });
+    await lamp.setup(claim_code);
+  }
+
+  /** The customer's devices: `GET /v1/devices`. */
+  async listDevices(): Promise<Array<{ id: string; online: boolean }>> {
+    return api<Array<{ id: string; online: boolean }>>(this.config.apiUrl, '/v1/devices', { token: this.accessToken });
+  }
+
+  /** `POST /v1/devices/:id/:function {arg}` with the customer's token. */
+  async callFunction(deviceId: string, name: string, arg: string): Promise<number> {
+    const r = await api<FunctionResult>(this.config.apiUrl, `/v1/devices/${encodeURIComponent(deviceId)}/${encodeURIComponent(name)}`, { token: this.accessToken, json: { arg } });
+    return r.return_value;
+  }
+
+  /** `GET /v1/devices/:id/:variable` with the customer's token. */
+  async getVariable(deviceId: string, name: string): Promise<VariableResult['result']> {
+    const r = await api<VariableResult>(this.config.apiUrl, `/v1/devices/${encodeURIComponent(deviceId)}/${encodeURIComponent(name)}`, { token: this.accessToken });
+    return r.result;
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * Two-legged authentication, by hand, against a running Skyport (`npm start`):
+ *   npx tsx examples/two-legged-server/main.ts --api-url http://127.0.0.1:8080 --mqtt-url mqtt://127.0.0.1:1883
+ * Without --token (or SKYPORT_TOKEN) it signs up a developer account and makes a product for
+ * the run; with --token and --product it uses that product. See README.md.
+ */
+import { parseCommonArgs, runMain } from '../shared/cli.js';
+import { runTwoLeggedServer } from './demo.js';
+
+const USAGE = 'usage: npx tsx examples/two-legged-server/main.ts [--api-url URL] [--mqtt-url URL] [--token TOKEN] [--product ID|SLUG]';
+
+runMain(async () => {
+  const run = await runTwoLeggedServer({ ...parseCommonArgs(USAGE), log: (line) => console.log(line) });
+  await run.alice.app.logOut();
+  await run.close();
+  console.log('done: the server minted the tokens; the app called the device with them; another user could not');
+});
