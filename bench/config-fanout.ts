@@ -1,0 +1,426 @@
+// The configuration fan-out benchmark (docs/benchmarks.md): how long until every device of a
+// 10,000-device fleet has taken and acknowledged a configuration change, (1) pushed to connected
+// devices by a fleet write and (2) picked up in a reconnect storm, beside the same messages fanned
+// out over the local Mosquitto by a bare publisher, in the same run.
+//
+//   npm run bench:config                              10,000 devices, embedded store
+//   npm run bench:config -- --store postgres          or both
+//   npm run bench:config -- --quick                   1,000 devices, one round of each
+//   npm run bench:config -- --devices 5000 --rounds 5 --storm-rounds 2
+//   npm run bench:config -- --probe                   also a CPU profile and the storage statements of every Skyport phase
+//
+// Processes: Skyport (its own process, compiled, as an operator starts it), the devices (worker
+// processes, bench/config-devices.ts, raw sockets), and this one (the API calls, the baseline's
+// publisher). Skyport and the baseline never run loaded at once: the devices connect to one, then
+// leave it for the other.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startBaselineCloud } from './config-baseline.js';
+import type { Expect, Report } from './config-devices.js';
+import { startFleet, type Fleet } from './config-fleet.js';
+import {
+  DEFAULT_ADMIN_URL, ROOT, api, buildSkyport, cpuSeconds, gitCommit, onCleanup, option, percentile, round2, runBenchmark, sleep, startSkyport, stopChild,
+  userWithProduct, type Skyport, type Store,
+} from './harness.js';
+import { attachProbe, type PhaseProbe } from './probe.js';
+
+const USAGE = 'usage: npm run bench:config -- [--quick] [--devices 10000] [--store embedded|postgres|both] [--rounds 3] [--storm-rounds 2] [--per-worker 5000] [--in-flight 100] [--timeout 300] [--probe] [--from build|source] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL]';
+const args = process.argv.slice(2);
+if (args.includes('--help')) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const quick = args.includes('--quick');
+const DEVICES = Number(option(args, 'devices') ?? (quick ? 1000 : 10_000));
+const storeArg = option(args, 'store') ?? 'embedded';
+if (!['embedded', 'postgres', 'both'].includes(storeArg)) throw new Error(`--store must be embedded, postgres or both\n${USAGE}`);
+const stores: Store[] = storeArg === 'both' ? ['embedded', 'postgres'] : [storeArg as Store];
+const ROUNDS = Number(option(args, 'rounds') ?? (quick ? 1 : 3));
+const STORM_ROUNDS = Number(option(args, 'storm-rounds') ?? (quick ? 1 : 2));
+/** Sockets per device worker: a worker is one process, and its fds count against its own limit. */
+const PER_WORKER = Number(option(args, 'per-worker') ?? 5000);
+/**
+ * Connects in flight in all, split over the workers (each: connect, SUBACK, hello). Mosquitto
+ * listens with a backlog of 100: a burst above it loses SYNs, retried after the kernel's 1 s
+ * timeout, which would measure that timer rather than the broker.
+ */
+const IN_FLIGHT = Number(option(args, 'in-flight') ?? 100);
+const TIMEOUT_MS = Number(option(args, 'timeout') ?? 300) * 1000;
+const PROBE = args.includes('--probe');
+const FROM = option(args, 'from') ?? 'build';
+if (!['build', 'source'].includes(FROM)) throw new Error(`--from must be build or source\n${USAGE}`);
+const MOSQUITTO = new URL(option(args, 'mosquitto') ?? 'mqtt://127.0.0.1:1883');
+const ADMIN = option(args, 'pg-admin-url') ?? DEFAULT_ADMIN_URL;
+for (const [n, v] of Object.entries({ devices: DEVICES, rounds: ROUNDS, 'per-worker': PER_WORKER, 'in-flight': IN_FLIGHT, timeout: TIMEOUT_MS })) {
+  if (!Number.isInteger(v) || v < 1) throw new Error(`--${n} must be a whole number above 0\n${USAGE}`);
+}
+if (!Number.isInteger(STORM_ROUNDS) || STORM_ROUNDS < 0) throw new Error(`--storm-rounds must be a whole number\n${USAGE}`);
+
+/** The goal of the issue: a fleet change acknowledged by all 10,000 devices within 5 s. */
+const GOAL_MS = 5000;
+/** Devices whose configuration is also read back through the API after each round. */
+const SAMPLE = 20;
+/** After the last acknowledgement, how long to watch for messages a device should not get. */
+const GRACE_MS = 1000;
+const BULK = 10_000; // POST /v1/products/:p/device_identities takes at most 10,000 at once
+/** The changed module: `rgb` has one key with three values, so each round can change it. */
+const MODULE = 'rgb';
+const VALUES = ['off', 'tracker'];
+
+type Scenario = 'initial sync' | 'fleet change' | 'reconnect storm';
+interface Row {
+  scenario: Scenario;
+  side: 'skyport' | 'baseline';
+  store: Store | null;
+  round: number;
+  devices: number;
+  /** config/set messages per device the round expects. */
+  modules: number;
+  /** From the trigger (PUT sent, first publish, reconnects started) to the last device's acknowledgement. */
+  ms: number;
+  p50Ms: number;
+  p99Ms: number;
+  firstSetMs: number;
+  /** Reconnect storm: until every device was connected, subscribed and had sent its hello. */
+  connectedMs?: number;
+  /** Skyport fleet change: until the PUT answered. */
+  putMs?: number;
+  /** Skyport: until the API showed no pending module for every sampled device. */
+  apiInSyncMs?: number;
+  /** Baseline: until the publisher had every acknowledgement. */
+  acksReceivedMs?: number;
+  /** CPU seconds over the round (server: Skyport or Mosquitto). */
+  serverCpuS: number | null;
+  postgresCpuS?: number;
+  devicesCpuS: number;
+  sets: number;
+  problems: string[];
+  probe?: PhaseProbe;
+}
+
+const rows: Row[] = [];
+const inFlightPerWorker = () => Math.max(1, Math.floor(IN_FLIGHT / Math.ceil(DEVICES / PER_WORKER)));
+let valueIndex = 0;
+const nextValue = () => VALUES[valueIndex++ % VALUES.length] as string;
+const check = (value: string): Expect['check'] => ({ module: MODULE, key: 'type', value });
+
+/** Waits until the fleet's round is done, printing progress; fails with what got through by `timeoutMs` after t0. */
+async function roundDone(fleet: Fleet, done: Promise<void>, what: string, t0: number, timeoutMs = TIMEOUT_MS): Promise<Report> {
+  let timer: NodeJS.Timeout | undefined;
+  const progress = setInterval(() => void fleet.report().then((r) => console.log(`    … ${what}: ${r.done} of ${r.devices} devices done`)).catch(() => undefined), 10_000);
+  try {
+    const ok = await Promise.race([done.then(() => true), new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), Math.max(0, t0 + timeoutMs - Date.now())); })]);
+    if (!ok) {
+      const r = await fleet.report();
+      throw new Error(`${what}: ${r.done} of ${r.devices} devices done within ${timeoutMs / 1000} s (${r.sets} config/set received; not done: ${r.notDone.join(', ')})`);
+    }
+  } finally {
+    clearTimeout(timer);
+    clearInterval(progress);
+  }
+  // Anything sent after the last acknowledgement that should not have been is caught here.
+  await sleep(GRACE_MS);
+  return fleet.report();
+}
+
+function rowOf(base: Pick<Row, 'scenario' | 'side' | 'store' | 'round' | 'modules'>, t0: number, r: Report, cpu: { server: number | null; devices: number; postgres?: number }): Row {
+  const latencies = r.ackTimes.map((t) => t - t0).sort((a, b) => a - b);
+  const problems: string[] = [];
+  if (r.done !== r.devices) problems.push(`${r.devices - r.done} devices not done`);
+  if (r.extra > 0) problems.push(`${r.extra} devices got a module twice or one the round did not change`);
+  if (r.wrong > 0) problems.push(`${r.wrong} modules carried the wrong value`);
+  if (r.lost > 0) problems.push(`${r.lost} connections lost`);
+  return {
+    ...base, devices: r.devices, ms: r.lastAckAt - t0, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), firstSetMs: r.firstSetAt - t0,
+    serverCpuS: cpu.server === null ? null : round2(cpu.server), ...(cpu.postgres !== undefined ? { postgresCpuS: round2(cpu.postgres) } : {}),
+    devicesCpuS: round2(cpu.devices), sets: r.sets, problems,
+  };
+}
+
+function print(row: Row): void {
+  const extra = [
+    row.putMs !== undefined ? `PUT answered ${row.putMs} ms` : '', row.connectedMs !== undefined ? `all connected ${row.connectedMs} ms` : '',
+    row.apiInSyncMs !== undefined ? `API in sync ${row.apiInSyncMs} ms` : '', row.acksReceivedMs !== undefined ? `acks at publisher ${row.acksReceivedMs} ms` : '',
+    `server CPU ${row.serverCpuS ?? '-'} s`, row.postgresCpuS !== undefined ? `PostgreSQL CPU ${row.postgresCpuS} s` : '',
+  ].filter(Boolean).join(', ');
+  console.log(`  ${row.scenario} #${row.round}: ${row.devices} devices × ${row.modules} module(s) in ${row.ms} ms (p50 ${row.p50Ms}, p99 ${row.p99Ms}, first set ${row.firstSetMs} ms; ${extra})${row.problems.length ? `  PROBLEMS: ${row.problems.join('; ')}` : ''}`);
+  rows.push(row);
+}
+
+function mosquittoPid(): number | null {
+  if (!['127.0.0.1', 'localhost'].includes(MOSQUITTO.hostname)) return null;
+  try {
+    return Number(execFileSync('pgrep', ['-o', '-x', 'mosquitto'], { encoding: 'utf8' }).trim()) || null;
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The baseline: the same payloads over Mosquitto, with a bare publisher as the cloud.
+
+async function baselineRun(): Promise<void> {
+  const host = MOSQUITTO.hostname;
+  const port = Number(MOSQUITTO.port || 1883);
+  const prefix = `bench-config-${randomBytes(4).toString('hex')}`;
+  const pid = mosquittoPid();
+  const cloud = await startBaselineCloud(host, port, prefix);
+  onCleanup(() => cloud.close().catch(() => undefined));
+  const ids = Array.from({ length: DEVICES }, (_, i) => `d${i}`);
+  const fleet = await startFleet({ host, port, mode: 'mosquitto', prefix, inFlight: inFlightPerWorker() }, ids.map((id) => ({ id, secret: '' })), PER_WORKER);
+  console.log(`baseline: Mosquitto at ${host}:${port}, ${DEVICES} devices`);
+  const c = await fleet.connect(false);
+  if (c.ok !== DEVICES) throw new Error(`baseline: ${c.ok} of ${DEVICES} devices connected to Mosquitto (${JSON.stringify(c.codes)})`);
+  const cpu0 = () => ({ server: cpuSeconds(pid ?? undefined), devices: fleet.cpu() });
+  const cpuSince = (a: ReturnType<typeof cpu0>) => ({ server: a.server === null ? null : (cpuSeconds(pid ?? undefined) ?? 0) - a.server, devices: fleet.cpu() - a.devices });
+
+  for (let round = 1; round <= ROUNDS; round++) {
+    const value = nextValue();
+    cloud.setFleet(MODULE, { type: value });
+    const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
+    const cpu = cpu0();
+    const t0 = Date.now();
+    cloud.push(ids, MODULE);
+    const acks = cloud.acks(DEVICES, TIMEOUT_MS);
+    const r = await roundDone(fleet, done, 'baseline fleet change', t0);
+    const { lastAt } = await acks;
+    print({ ...rowOf({ scenario: 'fleet change', side: 'baseline', store: null, round, modules: 1 }, t0, r, cpuSince(cpu)), acksReceivedMs: lastAt - t0 });
+  }
+  for (let round = 1; round <= STORM_ROUNDS; round++) {
+    await fleet.disconnect();
+    const value = nextValue();
+    cloud.setFleet(MODULE, { type: value });
+    const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
+    const cpu = cpu0();
+    const t0 = Date.now();
+    const acks = cloud.acks(DEVICES, TIMEOUT_MS);
+    const connected = await fleet.connect(true);
+    if (connected.ok !== DEVICES) throw new Error(`baseline: ${connected.ok} of ${DEVICES} devices reconnected (${JSON.stringify(connected.codes)})`);
+    const r = await roundDone(fleet, done, 'baseline reconnect storm', t0);
+    const { lastAt } = await acks;
+    print({ ...rowOf({ scenario: 'reconnect storm', side: 'baseline', store: null, round, modules: 1 }, t0, r, cpuSince(cpu)), connectedMs: connected.lastReadyAt - t0, acksReceivedMs: lastAt - t0 });
+  }
+  await fleet.stop();
+  await cloud.close();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Skyport.
+
+/**
+ * CPU of the PostgreSQL backends serving the benchmark's database: a reading to take at the start
+ * of a phase, which gives the seconds used since. A backend that exits during the phase (the
+ * pool closes clients idle for 10 s) takes its share with it; one that starts counts from zero.
+ */
+async function postgresCpu(databaseUrl: string | undefined): Promise<(() => Promise<() => Promise<number>>) | undefined> {
+  if (!databaseUrl) return undefined;
+  const name = new URL(databaseUrl).pathname.slice(1);
+  const reading = async () => {
+    const c = new pg.Client({ connectionString: ADMIN });
+    await c.connect();
+    try {
+      const pids = (await c.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name])).rows.map((r) => r.pid);
+      return new Map(pids.map((p) => [p, cpuSeconds(p) ?? 0]));
+    } finally {
+      await c.end();
+    }
+  };
+  return async () => {
+    const start = await reading();
+    return async () => [...(await reading())].reduce((a, [p, s]) => a + s - (start.get(p) ?? 0), 0);
+  };
+}
+
+/** Pages through the product's devices until `online` of them are online. */
+async function waitOnline(url: string, productId: number, token: string, online: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  let count = -1;
+  while (Date.now() < deadline) {
+    count = 0;
+    for (let page = 1; ; page++) {
+      const r = await api<{ devices: Array<{ online: boolean }>; meta: { total_pages: number } }>(`${url}/v1/products/${productId}/devices?per_page=1000&page=${page}`, { token });
+      count += r.devices.filter((d) => d.online).length;
+      if (page >= r.meta.total_pages) break;
+    }
+    if (count === online) return;
+    await sleep(500);
+  }
+  throw new Error(`the API shows ${count} devices online, expected ${online}`);
+}
+
+type DeviceConfig = { configuration: { current: Record<string, Record<string, unknown>>; pending: Record<string, unknown> } };
+
+/** Time from t0 until GET /v1/products/:p/config/:id shows nothing pending for every sampled device. */
+async function apiInSync(url: string, productId: number, token: string, sample: string[], value: string, t0: number): Promise<number> {
+  const deadline = Date.now() + 30_000;
+  for (const id of sample) {
+    for (;;) {
+      const r = await api<DeviceConfig>(`${url}/v1/products/${productId}/config/${id}`, { token });
+      if (Object.keys(r.configuration.pending).length === 0 && r.configuration.current[MODULE]?.type === value) break;
+      if (Date.now() > deadline) throw new Error(`the API still shows device ${id} with pending ${JSON.stringify(Object.keys(r.configuration.pending))}, ${MODULE} = ${JSON.stringify(r.configuration.current[MODULE])}`);
+      await sleep(100);
+    }
+  }
+  return Date.now() - t0;
+}
+
+async function skyportRun(store: Store, build: string | undefined): Promise<void> {
+  const sky: Skyport = await startSkyport(store, {
+    adminUrl: ADMIN, ...(build ? { build } : {}),
+    ...(PROBE ? { nodeArgs: ['--inspect=127.0.0.1:0', '--import', join(ROOT, 'bench', 'count-queries.mjs')] } : {}),
+  });
+  const probe = PROBE && sky.inspectorUrl ? await attachProbe(sky.inspectorUrl) : undefined;
+  if (PROBE && !probe) throw new Error('--probe: the server printed no inspector address');
+  if (probe) onCleanup(() => probe.close());
+  const { token, productId } = await userWithProduct(sky.url, 'configuration fan-out');
+  const identities: Array<{ id: string; secret: string }> = [];
+  while (identities.length < DEVICES) {
+    const { devices } = await api<{ devices: Array<{ id: string; device_secret: string }> }>(`${sky.url}/v1/products/${productId}/device_identities`, { token, json: { quantity: Math.min(BULK, DEVICES - identities.length) } });
+    identities.push(...devices.map((d) => ({ id: d.id, secret: d.device_secret })));
+  }
+  const sample = Array.from({ length: Math.min(SAMPLE, DEVICES) }, (_, i) => (identities[Math.floor((i * DEVICES) / Math.min(SAMPLE, DEVICES))] as { id: string }).id);
+  // Every module a new device is sent: what the API says is pending for it before it connects.
+  const first = await api<DeviceConfig>(`${sky.url}/v1/products/${productId}/config/${identities[0]?.id}`, { token });
+  const modules = Object.keys(first.configuration.pending);
+  if (!modules.includes(MODULE)) throw new Error(`the default configuration has no ${MODULE} module (${modules.join(', ')})`);
+  console.log(`skyport (${store}): ${DEVICES} devices provisioned; a new device takes ${modules.length} modules (${modules.join(', ')})`);
+
+  const fleet = await startFleet({ host: sky.mqttHost, port: sky.mqttPort, mode: 'skyport', prefix: '', inFlight: inFlightPerWorker() }, identities, PER_WORKER);
+  const pgCpu = await postgresCpu(sky.databaseUrl);
+  const measure = async () => {
+    const server = cpuSeconds(sky.pid);
+    const devices = fleet.cpu();
+    const pgSince = pgCpu ? await pgCpu() : undefined;
+    await probe?.start();
+    return async (phase: string) => ({
+      server: server === null ? null : (cpuSeconds(sky.pid) ?? 0) - server, devices: fleet.cpu() - devices,
+      ...(pgSince ? { postgres: await pgSince() } : {}),
+      probe: probe ? await probe.stop(join(ROOT, 'bench', 'results', `config-fanout-${store}-${DEVICES}-${phase}-${Date.now()}.cpuprofile`)) : undefined,
+    });
+  };
+  const withProbe = (row: Row, p: PhaseProbe | undefined): Row => (p ? { ...row, probe: p } : row);
+
+  // Initial sync: every device connects holding nothing and takes every module, one at a time.
+  {
+    const { done } = await fleet.expect({ modules });
+    const stop = await measure();
+    const t0 = Date.now();
+    const connected = await fleet.connect(true);
+    if (connected.ok !== DEVICES) throw new Error(`${connected.ok} of ${DEVICES} devices connected to Skyport (${JSON.stringify(connected.codes)})`);
+    const r = await roundDone(fleet, done, 'initial sync', t0, Math.max(TIMEOUT_MS, 600_000));
+    const cpu = await stop('initial');
+    print(withProbe({ ...rowOf({ scenario: 'initial sync', side: 'skyport', store, round: 1, modules: modules.length }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0 }, cpu.probe));
+  }
+  await waitOnline(sky.url, productId, token, DEVICES);
+
+  for (let round = 1; round <= ROUNDS; round++) {
+    const value = nextValue();
+    const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
+    const stop = await measure();
+    const t0 = Date.now();
+    await api(`${sky.url}/v1/products/${productId}/config`, { method: 'PUT', token, json: { [MODULE]: { type: value } } });
+    const putMs = Date.now() - t0;
+    const r = await roundDone(fleet, done, 'fleet change', t0);
+    const cpu = await stop(`fleet-${round}`);
+    const row = withProbe({ ...rowOf({ scenario: 'fleet change', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), putMs }, cpu.probe);
+    print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });
+  }
+
+  for (let round = 1; round <= STORM_ROUNDS; round++) {
+    await fleet.disconnect();
+    await waitOnline(sky.url, productId, token, 0);
+    // The change is made while every device is offline: the write's fan-out finds nobody.
+    const value = nextValue();
+    await api(`${sky.url}/v1/products/${productId}/config`, { method: 'PUT', token, json: { [MODULE]: { type: value } } });
+    await sleep(1000);
+    const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
+    const stop = await measure();
+    const t0 = Date.now();
+    const connected = await fleet.connect(true);
+    if (connected.ok !== DEVICES) throw new Error(`${connected.ok} of ${DEVICES} devices reconnected to Skyport (${JSON.stringify(connected.codes)})`);
+    const r = await roundDone(fleet, done, 'reconnect storm', t0);
+    const cpu = await stop(`storm-${round}`);
+    const row = withProbe({ ...rowOf({ scenario: 'reconnect storm', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0 }, cpu.probe);
+    print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });
+  }
+
+  await fleet.stop();
+  probe?.close();
+  await stopChild(sky.child, 30_000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Summary.
+
+const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 0.5);
+
+/** One line per scenario and store: Skyport's median beside the baseline runs just before and after. */
+function summary(): { lines: string[]; goals: Array<{ goal: string; store: Store; met: boolean; value: string }> } {
+  const lines = [
+    '| scenario | store | devices | Skyport ms (median; rounds) | p99 of devices ms | Mosquitto baseline ms (median; rounds) | ratio Skyport/Mosquitto | Skyport server CPU s |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  const goals: Array<{ goal: string; store: Store; met: boolean; value: string }> = [];
+  stores.forEach((store, i) => {
+    for (const scenario of ['fleet change', 'reconnect storm'] as const) {
+      const sky = rows.filter((r) => r.side === 'skyport' && r.store === store && r.scenario === scenario);
+      if (sky.length === 0) continue;
+      // The baseline runs before the first store and after each: its neighbours are runs i and i+1.
+      const baselineRuns = rows.filter((r) => r.side === 'baseline' && r.scenario === scenario);
+      const perRun = baselineRuns.length / (stores.length + 1);
+      const near = [...baselineRuns.slice(i * perRun, (i + 1) * perRun), ...baselineRuns.slice((i + 1) * perRun, (i + 2) * perRun)];
+      const s = median(sky.map((r) => r.ms));
+      const b = median(near.map((r) => r.ms));
+      lines.push(`| ${scenario} | ${store} | ${DEVICES} | ${s} (${sky.map((r) => r.ms).join(', ')}) | ${median(sky.map((r) => r.p99Ms))} | ${b} (${near.map((r) => r.ms).join(', ')}) | ${round2(s / b)} | ${median(sky.map((r) => r.serverCpuS ?? NaN))} |`);
+      if (scenario === 'fleet change') goals.push({ goal: `fleet change acknowledged by all ${DEVICES} devices within ${GOAL_MS / 1000} s`, store, met: sky.every((r) => r.ms <= GOAL_MS), value: `${sky.map((r) => r.ms).join(', ')} ms` });
+    }
+    const init = rows.find((r) => r.side === 'skyport' && r.store === store && r.scenario === 'initial sync');
+    if (init) lines.push(`| initial sync (${init.modules} modules each) | ${store} | ${DEVICES} | ${init.ms} | ${init.p99Ms} | - | - | ${init.serverCpuS ?? '-'} |`);
+  });
+  return { lines, goals };
+}
+
+async function main(): Promise<void> {
+  const date = new Date().toISOString();
+  const load0 = loadavg();
+  mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+  console.log(`Configuration fan-out benchmark: ${DEVICES} devices; stores ${stores.join(', ')}; ${ROUNDS} fleet change(s) and ${STORM_ROUNDS} reconnect storm(s) per side; ${Math.ceil(DEVICES / PER_WORKER)} device worker(s), ${IN_FLIGHT} connects in flight in all; ${cpus().length} cores, load average ${load0.map((l) => l.toFixed(2)).join(' ')}`);
+  const build = FROM === 'build' ? buildSkyport() : undefined;
+
+  await baselineRun();
+  for (const store of stores) {
+    await skyportRun(store, build);
+    await baselineRun();
+  }
+
+  const load1 = loadavg();
+  const commit = gitCommit();
+  const { lines, goals } = summary();
+  console.log(`\n${date.slice(0, 10)}, ${cpus().length} cores, Node ${process.version}, commit ${commit ?? 'unknown'}, load average ${load0[0]?.toFixed(2)} before, ${load1[0]?.toFixed(2)} after\n\n${lines.join('\n')}\n`);
+  for (const g of goals) console.log(`${g.met ? 'met    ' : 'NOT MET'}  ${g.goal} [${g.store}]: ${g.value}`);
+  for (const r of rows.filter((x) => x.probe)) {
+    const p = r.probe as PhaseProbe;
+    console.log(`\nprobe: ${r.scenario} #${r.round} (${r.store}), ${p.seconds} s profiled, ${p.profile}`);
+    console.log(`  by area: ${p.byArea.slice(0, 10).map((a) => `${a.area} ${a.pct}%`).join('; ')}`);
+    console.log(`  by self time: ${p.bySelf.slice(0, 10).map((a) => `${a.fn} ${a.pct}%`).join('; ')}`);
+    console.log(`  statements: ${p.queries.slice(0, 12).map((q) => `${q.calls}× (${q.rows} rows) ${q.sql.slice(0, 90)}`).join('\n              ')}`);
+  }
+
+  const file = join(ROOT, 'bench', 'results', `config-fanout-${date.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify({
+    date, command: ['npm run bench:config', ...(args.length ? ['--', ...args] : [])].join(' '), commit,
+    machine: { cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: load0, loadAverageAfter: load1 },
+    options: { devices: DEVICES, stores, rounds: ROUNDS, stormRounds: STORM_ROUNDS, perWorker: PER_WORKER, inFlight: IN_FLIGHT, timeoutMs: TIMEOUT_MS, probe: PROBE, from: FROM, mosquitto: MOSQUITTO.toString(), module: MODULE },
+    summary: lines, goals, rows,
+  }, null, 2)}\n`);
+  console.log(`\nresults: ${file}`);
+
+  const bad = rows.filter((r) => r.problems.length > 0);
+  if (bad.length > 0) throw new Error(`some rounds were not clean:\n${bad.map((r) => `${r.side} ${r.store ?? ''} ${r.scenario} #${r.round}: ${r.problems.join('; ')}`).join('\n')}`);
+}
+
+runBenchmark('bench:config', 60 * 60, main);

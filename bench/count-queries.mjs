@@ -1,0 +1,60 @@
+// Preloaded into the Skyport server by `bench:config --probe` (node --import): counts the storage
+// statements the server runs, by statement text, with the rows they return, so that a phase of
+// the benchmark can say how many queries it took. Nothing under src/ knows of it. Read and reset
+// through the inspector: globalThis.__benchQueries.take().
+// Both drivers are patched at their lowest shared entry: PGlite's query() and the queries of its
+// transactions, and pg's Client.prototype.query (a pool's query goes through it).
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+
+let counts = new Map();
+
+function count(sql, rows) {
+  const key = String(sql).replace(/\s+/g, ' ').trim().slice(0, 160);
+  const c = counts.get(key) ?? { calls: 0, rows: 0 };
+  c.calls += 1;
+  c.rows += rows;
+  counts.set(key, c);
+}
+
+const rowsOf = (result) => (Array.isArray(result?.rows) ? result.rows.length : 0);
+const textOf = (q) => (typeof q === 'string' ? q : q?.text ?? '(unknown)');
+
+function counted(query) {
+  return async function (sql, ...rest) {
+    const result = await query.call(this, sql, ...rest);
+    count(textOf(sql), rowsOf(result));
+    return result;
+  };
+}
+
+PGlite.prototype.query = counted(PGlite.prototype.query);
+const transaction = PGlite.prototype.transaction;
+PGlite.prototype.transaction = function (work) {
+  count('(embedded transaction: BEGIN … COMMIT)', 0);
+  return transaction.call(this, (tx) => work({ ...tx, query: counted(tx.query) }));
+};
+
+const clientQuery = pg.Client.prototype.query;
+pg.Client.prototype.query = function (q, values, callback) {
+  const cb = typeof values === 'function' ? values : callback;
+  if (typeof cb === 'function') {
+    const wrapped = (err, result) => {
+      count(textOf(q), rowsOf(result));
+      cb(err, result);
+    };
+    return typeof values === 'function' ? clientQuery.call(this, q, wrapped) : clientQuery.call(this, q, values, wrapped);
+  }
+  const result = clientQuery.call(this, q, values);
+  if (result && typeof result.then === 'function') result.then((r) => count(textOf(q), rowsOf(r)), () => count(textOf(q), 0));
+  return result;
+};
+
+globalThis.__benchQueries = {
+  /** The counts since the last take, most called first, as JSON. */
+  take() {
+    const out = [...counts].map(([sql, c]) => ({ sql, ...c })).sort((a, b) => b.calls - a.calls);
+    counts = new Map();
+    return JSON.stringify(out);
+  },
+};
