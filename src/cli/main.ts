@@ -6,6 +6,13 @@ import { registerUserCommands } from './commands/user.js';
 import { registerSimCommand } from './commands/sim.js';
 import { registerSchemaCommands } from './commands/schema.js';
 import { registerAuthCommands } from './commands/auth.js';
+import { registerTokenCommands } from './commands/tokens.js';
+import { registerClientCommands } from './commands/clients.js';
+import { registerProductCommands } from './commands/products.js';
+import { registerCustomerCommands } from './commands/customers.js';
+import { registerDeviceCommands } from './commands/devices.js';
+import { registerEventCommands } from './commands/events.js';
+import { registerConfigCommands } from './commands/config.js';
 import { addGlobalOptions } from './lib/context.js';
 
 /** `skyport`: the command line. Each command prints one clear line on stderr when it fails. */
@@ -18,8 +25,15 @@ export async function runCli(argv: readonly string[]): Promise<void> {
   addGlobalOptions(program);
   registerServerCommands(program);
   registerAuthCommands(program);
+  registerTokenCommands(program);
+  registerClientCommands(program);
+  registerProductCommands(program);
+  registerCustomerCommands(program);
   registerUserCommands(program);
   registerSimCommand(program);
+  registerDeviceCommands(program);
+  registerEventCommands(program);
+  registerConfigCommands(program);
   registerSchemaCommands(program);
   try {
     await program.parseAsync([...argv], { from: 'user' });

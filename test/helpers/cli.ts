@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
@@ -34,4 +35,12 @@ export function skyport(args: string[], options: { home: string; input?: string;
     });
     child.stdin.end(options.input ?? '');
   });
+}
+
+/** One line on stderr, `skyport: …`, and exit status 1. */
+export function failedWith(r: CliResult, pattern: RegExp): void {
+  assert.equal(r.code, 1, `expected a failure: ${r.stdout}${r.stderr}`);
+  assert.equal(r.stderr.split('\n').filter((l) => l !== '').length, 1, `one line: ${r.stderr}`);
+  assert.match(r.stderr, /^skyport: /);
+  assert.match(r.stderr.trimEnd(), pattern);
 }

@@ -2,6 +2,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { DEFAULT_SCHEMA_VERSION, defaultSchema, schemaVersion } from '../../domain/config/default-schema.js';
 import { mergeAndCheck, type MergeConflict } from '../../domain/config/schema-merge.js';
+import { diffJson } from '../../domain/config/diff.js';
+import { contextOf, type CliContext } from '../lib/context.js';
+import { bodyOf, changeLines, isObject, needed, parseJsonObject, readText, refusal, refusalListing, seg } from '../lib/json-input.js';
 
 type Json = Record<string, unknown>;
 
@@ -92,4 +95,76 @@ export function registerSchemaCommands(program: Command): void {
     .requiredOption('--ours <file>', "the product's custom schema")
     .option('--out <file>', 'write the merged schema to this file instead of standard output')
     .action((opts: MergeOptions) => merge(opts));
+
+  const withProduct = (c: Command) => c.option('--product <idOrSlug>', 'the product (required)');
+
+  withProduct(schema.command('get'))
+    .description("print the product's schema in force (the default unless replaced), key order kept")
+    .action(async (opts: { product?: string }, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const text = await productSchemaText(ctx, needed('--product', opts.product, 'schema get'));
+      // Pretty, with the key order (the display order) as stored.
+      process.stdout.write(`${JSON.stringify(JSON.parse(text), null, 2)}\n`);
+    });
+
+  withProduct(schema.command('set'))
+    .description("replace the product's schema with a custom one (it must keep every module and key of the default); --dry-run checks it")
+    .argument('<file>', 'the schema (JSON)')
+    .option('--dry-run', 'check it and list the stored values it would set aside; store nothing')
+    .action(async (file: string, opts: { product?: string; dryRun?: boolean }, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const product = needed('--product', opts.product, 'schema set');
+      const text = await readText(file);
+      parseJsonObject(text, file); // a local mistake is said with the file's name
+      const res = await ctx.authed().fetch('PUT', `/v1/products/${seg(product)}/config`, {
+        body: text, headers: { 'content-type': SCHEMA_TYPE }, query: opts.dryRun ? { dry_run: true } : {},
+      });
+      const body = await bodyOf(res);
+      if (!res.ok || !isObject(body)) throw refusalListing(res.status, body);
+      const aside = Array.isArray(body.kept_aside) && body.kept_aside.length > 0 ? `; values of ${body.kept_aside.join(', ')} would be set aside` : '';
+      ctx.out.result(body, () => (opts.dryRun
+        ? `valid${aside}; nothing was stored`
+        : `${String(body.message)} (version ${String(body.history_version)})`));
+    });
+
+  withProduct(schema.command('reset'))
+    .description("restore the default schema (values of modules it lacks are kept aside, not deleted)")
+    .action(async (opts: { product?: string }, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const product = needed('--product', opts.product, 'schema reset');
+      const res = await ctx.authed().fetch('DELETE', `/v1/products/${seg(product)}/config`, { body: '{}', headers: { 'content-type': SCHEMA_TYPE } });
+      const body = await bodyOf(res);
+      // Already the default: nothing to do, which is what was asked.
+      if (res.status === 404 && isObject(body) && body.error === 'not_found') {
+        return ctx.out.result({ ok: true, changed: false }, () => 'the schema already is the default: nothing changed');
+      }
+      if (!res.ok || !isObject(body)) throw refusal(res.status, body);
+      ctx.out.result(body, () => `${String(body.message)} (version ${String(body.history_version)})`);
+    });
+
+  withProduct(schema.command('diff'))
+    .description("what uploading a schema file would change in the product's schema, as JSON pointers")
+    .argument('<file>', 'the schema (JSON)')
+    .action(async (file: string, opts: { product?: string }, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const product = needed('--product', opts.product, 'schema diff');
+      const local = parseJsonObject(await readText(file), file);
+      const current = JSON.parse(await productSchemaText(ctx, product)) as unknown;
+      const changes = diffJson(current, local);
+      ctx.out.result({ product, file, changes }, () => changeLines(changes));
+    });
+}
+
+const SCHEMA_TYPE = 'application/schema+json';
+
+/** The schema in force for a product, as the cloud stores it. */
+async function productSchemaText(ctx: CliContext, product: string): Promise<string> {
+  const res = await ctx.authed().fetch('GET', `/v1/products/${seg(product)}/config`, { headers: { accept: SCHEMA_TYPE } });
+  const text = await res.text();
+  if (!res.ok) {
+    let body: unknown = text;
+    try { body = JSON.parse(text); } catch { /* not JSON */ }
+    throw refusal(res.status, body);
+  }
+  return text;
 }
