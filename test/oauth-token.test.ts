@@ -92,10 +92,26 @@ test('MFA: enrol with particle-api-js, log in with the OTP step, replay refused,
   const third = await api.login({ username, password: 'correct horse' }).catch((e: { body: { mfa_token: string } }) => e);
   const reused = await token({ grant_type: 'urn:custom:recovery-code', mfa_token: third.body.mfa_token, recovery_code: code, client_id: 'particle-api', client_secret: 'particle-api' });
   assert.equal(reused.status, 400);
-  // The mfa_token belongs to the client that started the login.
+  // Another public client may send the code (particle-cli 3.43 starts `token create` as `user`
+  // and sends the code as `CLI2`); the token is the starting client's, with its lifetime.
   clock.advance(30_000);
-  const otherClient = await token({ grant_type: 'urn:custom:mfa-otp', mfa_token: third.body.mfa_token, otp: totpNow(secret, clock.now()), client_id: 'particle-cli', client_secret: 'particle-cli' });
-  assert.equal(otherClient.status, 400);
+  const otherPublic = await token({ grant_type: 'urn:custom:mfa-otp', mfa_token: third.body.mfa_token, otp: totpNow(secret, clock.now()), client_id: 'particle-cli', client_secret: 'particle-cli' });
+  assert.equal(otherPublic.status, 200, otherPublic.text);
+  assert.equal(otherPublic.json.expires_in, 600);
+  const issued = await raw(`${server.url}/v1/access_tokens/current`, { token: otherPublic.json.access_token as string });
+  assert.equal(issued.json.client, 'particle-api');
+  // A registered client's login belongs to that client, and it finishes no other client's login.
+  const own = (await api.createOAuthClient({ name: 'Mine', auth: first })).body.client as { id: string; secret: string };
+  const ownLogin = await token({ grant_type: 'password', username, password: 'correct horse', client_id: own.id, client_secret: own.secret });
+  assert.deepEqual([ownLogin.status, ownLogin.json.error], [403, 'mfa_required']);
+  clock.advance(30_000);
+  const viaPublic = await token({ grant_type: 'urn:custom:mfa-otp', mfa_token: ownLogin.json.mfa_token, otp: totpNow(secret, clock.now()), client_id: 'particle-cli', client_secret: 'particle-cli' });
+  assert.deepEqual([viaPublic.status, viaPublic.json.error_description], [400, 'The mfa_token was issued to another client']);
+  const publicLogin = await api.login({ username, password: 'correct horse' }).catch((e: { body: { mfa_token: string } }) => e);
+  const viaOwn = await token({ grant_type: 'urn:custom:mfa-otp', mfa_token: publicLogin.body.mfa_token, otp: totpNow(secret, clock.now()), client_id: own.id, client_secret: own.secret });
+  assert.deepEqual([viaOwn.status, viaOwn.json.error_description], [400, 'The mfa_token was issued to another client']);
+  const ownDone = await token({ grant_type: 'urn:custom:mfa-otp', mfa_token: ownLogin.json.mfa_token, otp: totpNow(secret, clock.now()), client_id: own.id, client_secret: own.secret });
+  assert.equal(ownDone.status, 200, ownDone.text);
 
   const wrongPw = await raw(`${server.url}/v1/user/mfa-disable`, { method: 'PUT', token: first, json: { current_password: 'nope nope' } });
   assert.equal(wrongPw.status, 403);

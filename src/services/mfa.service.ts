@@ -8,6 +8,7 @@ import type { UserRecord } from '../repositories/users.repository.js';
 import type { CachedUsersRepository } from '../repositories/users.cache.js';
 import type { AuditService } from './audit.service.js';
 import type { AccountService } from './accounts.service.js';
+import { PUBLIC_CLIENTS } from './clients.service.js';
 import type { TokenService } from './tokens.service.js';
 
 /** How long an enrolment or a login waits for its code. */
@@ -16,6 +17,19 @@ const LOGIN_SECONDS = 300;
 /** Wrong codes one login challenge takes before it is thrown away. */
 const MAX_ATTEMPTS = 5;
 const RECOVERY_CODES = 10;
+/** Public clients authenticate nothing (their secrets are published), so one may finish another's login. */
+const PUBLIC_CLIENT_IDS = new Set(PUBLIC_CLIENTS.map((c) => c.id));
+
+/**
+ * Whether `clientId` may send the code for a login that `challengeClientId` started: the same
+ * client, or two of Particle's public clients. particle-cli 3.43 starts `token create` as `user`
+ * and sends the code as `CLI2`; Particle's token server then issues the token to the client that
+ * started the login (node-oauth2-server `convertMfaBody`). A registered client's login stays its own.
+ */
+export function mayCompleteLogin(challengeClientId: string | null, clientId: string): boolean {
+  if (challengeClientId === clientId) return true;
+  return challengeClientId !== null && PUBLIC_CLIENT_IDS.has(challengeClientId) && PUBLIC_CLIENT_IDS.has(clientId);
+}
 
 /**
  * Multi-factor authentication with TOTP (SPEC.md §2.2, §5.4): enrol with a secret and a first
@@ -121,7 +135,8 @@ export function createMfaService(deps: {
 
     /**
      * The second step of a login: an OTP or a recovery code against an mfa_token of the same
-     * client. Returns the challenge, whose stored request the caller turns into a token.
+     * client (or, between public clients, another: `mayCompleteLogin`). Returns the challenge,
+     * whose stored request and client the caller turns into a token.
      */
     async completeLogin(input: { mfaToken: unknown; otp?: unknown; recoveryCode?: unknown; clientId: string; ip: string }): Promise<{ user: UserRecord; challenge: MfaChallenge }> {
       const usingRecovery = input.recoveryCode !== undefined;
@@ -130,7 +145,7 @@ export function createMfaService(deps: {
         throw new DomainError('invalid_request', usingRecovery ? 'You must provide recovery_code and mfa token.' : 'You must provide otp and mfa token.');
       }
       const challenge = await openChallenge(input.mfaToken, 'login');
-      if (challenge.clientId !== input.clientId) throw new DomainError('invalid_grant', 'The mfa_token was issued to another client');
+      if (!mayCompleteLogin(challenge.clientId, input.clientId)) throw new DomainError('invalid_grant', 'The mfa_token was issued to another client');
       const user = await users.findById(challenge.userId);
       if (!user || user.mfaSecret === null) throw new DomainError('invalid_grant', 'The mfa_token is invalid or has expired; log in again');
       if (usingRecovery) {

@@ -100,10 +100,12 @@ export function createOAuthService(deps: {
       mfaToken: p.mfa_token, clientId: client.id, ip,
       ...(recovery ? { recoveryCode: p.recovery_code ?? '' } : { otp: p.otp ?? '' }),
     });
-    // The lifetime and scope of the original password request (reference §1).
-    const scope = narrowScope(clientScope(client), parseRequestedScope(challenge.request.scope).scope);
-    await audit.record({ account: { kind: 'user', id: user.id }, type: 'user.login', ip, details: { client_id: client.id, mfa: recovery ? 'recovery_code' : 'otp' } });
-    return issueFor({ kind: 'user', userId: user.id }, client, scope, { expiresIn: challenge.request.expiresIn, expiresAt: challenge.request.expiresAt }, ip, recovery ? 'recovery-code' : 'mfa-otp');
+    // The lifetime, scope and client of the original password request (reference §1): a public
+    // client may send the code for another public client's login, and the token is the starter's.
+    const starter: AuthenticatedClient = challenge.clientId !== null && challenge.clientId !== client.id ? { kind: 'public', id: challenge.clientId } : client;
+    const scope = narrowScope(clientScope(starter), parseRequestedScope(challenge.request.scope).scope);
+    await audit.record({ account: { kind: 'user', id: user.id }, type: 'user.login', ip, details: { client_id: starter.id, mfa: recovery ? 'recovery_code' : 'otp' } });
+    return issueFor({ kind: 'user', userId: user.id }, starter, scope, { expiresIn: challenge.request.expiresIn, expiresAt: challenge.request.expiresAt }, ip, recovery ? 'recovery-code' : 'mfa-otp');
   }
 
   async function clientCredentialsGrant(client: AuthenticatedClient, p: TokenParams, ip: string): Promise<TokenResponse> {
