@@ -139,6 +139,9 @@ test('the engine example of SPEC.md: a fleet write reaches the SDK device, is sa
   const changed = await raw(`${server.url}/v1/products/${product.id}/config`, { method: 'PUT', token, json: { engine: { idle: 1000, fastpub: 30000 }, rgb: { type: 'off' } } });
   assert.equal(changed.status, 200);
   await eventually(() => (second.engine.idle === 1000 ? true : undefined));
+  // 'config' comes once the module is saved, just after it is applied.
+  await eventually(() => (received.length > 0 ? true : undefined));
+  await new Promise((r) => setTimeout(r, 200));
   assert.deepEqual(received, ['engine'], 'only the module that changed');
   await closeAll(second.device);
 });

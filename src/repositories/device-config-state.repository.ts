@@ -11,6 +11,9 @@ const held = (r: Row): HeldModule => ({
   status: r.status, code: r.code, refusedHash: r.refused_hash, updatedAt: new Date(r.updated_at),
 });
 
+/** What a fan-out or a rollout count needs of a held module: no value, no time. */
+export type HeldHash = Pick<HeldModule, 'hash' | 'status' | 'refusedHash'>;
+
 export interface StateChange { deviceId: string; module: string; hash: string; value: Record<string, unknown>; status: 'in_sync' | 'rejected'; code: number | null; at: Date }
 
 export function createDeviceConfigStateRepository(db: Queryable) {
@@ -19,15 +22,18 @@ export function createDeviceConfigStateRepository(db: Queryable) {
       const rows = await db.query<Row>(`SELECT ${COLUMNS} FROM device_config_state WHERE device_id = $1`, [deviceId]);
       return new Map(rows.map((r) => [r.module, held(r)]));
     },
-    /** What each of a product's devices holds, in one read (a fan-out or the rollout status). */
-    async heldByProduct(productId: number): Promise<Map<string, Map<string, HeldModule>>> {
-      const rows = await db.query<Row>(
-        `SELECT ${COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')} FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1`, [productId]);
-      const out = new Map<string, Map<string, HeldModule>>();
+    /**
+     * What each of a product's devices holds, in one read (a fan-out or the rollout status): the
+     * hashes and states only, since at 10,000 devices the values and times would be most of it.
+     */
+    async heldByProduct(productId: number): Promise<Map<string, Map<string, HeldHash>>> {
+      const rows = await db.query<{ device_id: string; module: string; hash: string | null; status: 'in_sync' | 'rejected'; refused_hash: string | null }>(
+        'SELECT s.device_id, s.module, s.hash, s.status, s.refused_hash FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1', [productId]);
+      const out = new Map<string, Map<string, HeldHash>>();
       for (const r of rows) {
-        const m = out.get(r.device_id) ?? new Map<string, HeldModule>();
-        m.set(r.module, held(r));
-        out.set(r.device_id, m);
+        let m = out.get(r.device_id);
+        if (!m) out.set(r.device_id, (m = new Map()));
+        m.set(r.module, { hash: r.hash, status: r.status, refusedHash: r.refused_hash });
       }
       return out;
     },

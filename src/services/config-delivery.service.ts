@@ -4,7 +4,7 @@ import type { Bus } from '../bus/bus.js';
 import type { Clock } from '../platform/clock.js';
 import type { Log } from '../platform/log.js';
 import type { ConfigValuesRepository } from '../repositories/config-values.repository.js';
-import type { DeviceConfigStateRepository, HeldModule, StateChange } from '../repositories/device-config-state.repository.js';
+import type { DeviceConfigStateRepository, HeldHash, StateChange } from '../repositories/device-config-state.repository.js';
 import { createBatcher } from '../storage/batcher.js';
 import type { Values } from '../domain/config/values.js';
 import type { DeviceRecord, DevicesRepository } from '../repositories/devices.repository.js';
@@ -15,6 +15,19 @@ type Json = Record<string, unknown>;
 
 /** The hash of a module's value that the cloud sends with it and the device reports back. */
 export const moduleHash = (value: Json): string => createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 16);
+
+/**
+ * moduleHash remembered per module object: devices that take the same configuration share the
+ * same objects (ConfigValuesService.devices), so a fan-out hashes each distinct value once.
+ */
+function memoHash(): (value: Json) => string {
+  const seen = new WeakMap<Json, string>();
+  return (value) => {
+    let h = seen.get(value);
+    if (h === undefined) seen.set(value, (h = moduleHash(value)));
+    return h;
+  };
+}
 
 export type ModuleResult = { module: string; status: 'in_sync' } | { module: string; status: 'rejected'; code: number } | { module: string; status: 'pending'; reason: 'offline' | 'timeout' };
 
@@ -46,15 +59,17 @@ export function createConfigDeliveryService(deps: {
    * answer. `reported` is what the device said at connect; without it (a change while connected),
    * a value the device already refused is not sent again.
    */
-  async function deliver(deviceId: string, values: Values, held: Map<string, HeldModule>, reported?: Record<string, string>): Promise<ModuleResult[]> {
+  async function deliver(deviceId: string, values: Values, held: Map<string, HeldHash>, reported?: Record<string, string>, hashOf: (value: Json) => string = moduleHash): Promise<ModuleResult[]> {
     const results: ModuleResult[] = [];
     let unreachable: 'offline' | 'timeout' | null = null;
+    // Outcomes are stored in batches; the device's next module need not wait for the last one's.
+    const saves: Array<Promise<void>> = [];
     for (const [module, value] of Object.entries(values)) {
-      const hash = moduleHash(value);
+      const hash = hashOf(value);
       const h = held.get(module);
       const holds = reported ? reported[module] : h?.hash;
       if (holds === hash) {
-        if (h?.hash !== hash || h.status !== 'in_sync') await record(deviceId, { module, hash, value, status: 'in_sync', code: null });
+        if (h?.hash !== hash || h.status !== 'in_sync') saves.push(record(deviceId, { module, hash, value, status: 'in_sync', code: null }));
         continue;
       }
       if (!reported && h?.status === 'rejected' && h.refusedHash === hash) continue;
@@ -63,7 +78,7 @@ export function createConfigDeliveryService(deps: {
         const answer = await deps.bus.send(deviceId, { kind: 'config', module, value, hash }, deps.timeoutMs);
         const code = answer.ok ? Number(answer.value) : -1;
         const ok = code === 0;
-        await record(deviceId, { module, hash, value, status: ok ? 'in_sync' : 'rejected', code: ok ? null : code });
+        saves.push(record(deviceId, { module, hash, value, status: ok ? 'in_sync' : 'rejected', code: ok ? null : code }));
         results.push(ok ? { module, status: 'in_sync' } : { module, status: 'rejected', code });
       } catch (err) {
         if (!isDomainError(err) || !['device_offline', 'device_timeout', 'device_error'].includes(err.code)) throw err;
@@ -71,6 +86,7 @@ export function createConfigDeliveryService(deps: {
         results.push({ module, status: 'pending', reason: unreachable });
       }
     }
+    await Promise.all(saves);
     return results;
   }
 
@@ -100,10 +116,10 @@ export function createConfigDeliveryService(deps: {
   }
 
   /** Whether a device holds `values`: in sync, pending, or refusing one of them. */
-  function standing(values: Values, held: Map<string, HeldModule> | undefined): Record<string, 'in_sync' | 'pending' | 'rejected'> {
+  function standing(values: Values, held: Map<string, HeldHash> | undefined, hashOf: (value: Json) => string = moduleHash): Record<string, 'in_sync' | 'pending' | 'rejected'> {
     const out: Record<string, 'in_sync' | 'pending' | 'rejected'> = {};
     for (const [module, value] of Object.entries(values)) {
-      const hash = moduleHash(value);
+      const hash = hashOf(value);
       const h = held?.get(module);
       out[module] = h?.status === 'in_sync' && h.hash === hash ? 'in_sync' : h?.status === 'rejected' && h.refusedHash === hash ? 'rejected' : 'pending';
     }
@@ -145,9 +161,10 @@ export function createConfigDeliveryService(deps: {
       const fleet = await deps.valuesRepo.fleetDevices(product.id, { onlineOnly: false });
       const effective = await deps.values.devices(product, fleet);
       const held = await deps.state.heldByProduct(product.id);
+      const hashOf = memoHash();
       const out: Rollout = { devices: fleet.length, in_sync: 0, pending: 0, pending_online: 0, rejected: 0, modules: {} };
       for (const d of fleet) {
-        const byModule = standing(effective.get(d.id)?.values ?? {}, held.get(d.id));
+        const byModule = standing(effective.get(d.id)?.values ?? {}, held.get(d.id), hashOf);
         const states = Object.values(byModule);
         if (states.includes('rejected')) out.rejected += 1;
         else if (states.includes('pending')) { out.pending += 1; if (d.online) out.pending_online += 1; }
@@ -179,12 +196,13 @@ export function createConfigDeliveryService(deps: {
         const since = new Map(online.map((d) => [d.id, gen(d.id)]));
         const effective = await deps.values.devices(product, online);
         const held = await deps.state.heldByProduct(product.id);
+        const hashOf = memoHash();
         let next = 0;
         await Promise.all(Array.from({ length: Math.min(deps.fanOut ?? 256, online.length) }, async () => {
           while (next < online.length) {
             const id = (online[next++] as { id: string }).id;
             const values = effective.get(id)?.values ?? {};
-            await serial(id, async (stale) => deliver(id, values, stale ? await deps.state.held(id) : held.get(id) ?? new Map()), since.get(id))
+            await serial(id, async (stale) => deliver(id, values, stale ? await deps.state.held(id) : held.get(id) ?? new Map(), undefined, hashOf), since.get(id))
               .catch((err) => deps.log().warn({ err, device: id }, 'configuration delivery failed'));
           }
         }));

@@ -63,7 +63,17 @@ export function createConfigValuesService(deps: { db: Db; repo: ConfigValuesRepo
   });
 
   const ajv = configAjv();
-  const schemaOf = async (product: ProductRecord) => JSON.parse((await deps.schemas.current(product)).text) as Json;
+  // Parsed schemas by their text: a reconnect storm reads the same schema for every device.
+  const parsed = new Map<string, Json>();
+  const schemaOf = async (product: ProductRecord): Promise<Json> => {
+    const { text } = await deps.schemas.current(product);
+    let schema = parsed.get(text);
+    if (!schema) {
+      if (parsed.size >= 32) parsed.delete(parsed.keys().next().value as string);
+      parsed.set(text, (schema = JSON.parse(text) as Json));
+    }
+    return schema;
+  };
 
   /** A body as written: empty means reset; otherwise a JSON object of modules. */
   function parseBody(body: unknown): Values | null {
@@ -144,9 +154,18 @@ export function createConfigValuesService(deps: { db: Db; repo: ConfigValuesRepo
       if (instead.device) owns.set(instead.device.id, instead.device.values);
       // A fleet write returns regular devices to the fleet (SPEC.md §3.2).
       const ownWins = (d: FleetDevice) => d.development || (d.ownWins && !instead.fleet);
+      // Devices without values of their own and with the same firmware take the same
+      // configuration: computed once, and shared (the same objects, so hashes are too).
+      const shared = new Map<string, Effective>();
       return new Map(devices.map((d) => {
-        const own = inSchema(schema, owns.get(d.id) ?? {});
-        return [d.id, effectiveConfig({ schema, fleet, device: own, deviceValuesWin: ownWins(d), firmwareVersion: d.firmwareVersion })];
+        const mine = owns.get(d.id);
+        if (!mine) {
+          const key = String(d.firmwareVersion);
+          let e = shared.get(key);
+          if (!e) shared.set(key, (e = effectiveConfig({ schema, fleet, device: {}, deviceValuesWin: false, firmwareVersion: d.firmwareVersion })));
+          return [d.id, e];
+        }
+        return [d.id, effectiveConfig({ schema, fleet, device: inSchema(schema, mine), deviceValuesWin: ownWins(d), firmwareVersion: d.firmwareVersion })];
       }));
     },
 

@@ -68,9 +68,7 @@ export function validateValues(schema: Json, values: unknown, scope: WriteScope,
       violations.push({ path, message: `Module "${name}" is set for the fleet; a regular device takes only device-level-only modules (make it a development device to set any module)` });
       continue;
     }
-    const { $id: _id, ...moduleSchema } = module;
-    // Unknown keys inside a module are refused too: a typo must not pass as a setting.
-    const strict = closeObjects(moduleSchema);
+    const strict = strictModule(module);
     if (!ajv.validate(strict, value)) {
       for (const e of ajv.errors ?? []) {
         const extra = e.keyword === 'additionalProperties' ? `/${String((e.params as { additionalProperty: string }).additionalProperty)}` : '';
@@ -79,6 +77,22 @@ export function validateValues(schema: Json, values: unknown, scope: WriteScope,
     }
   }
   return violations;
+}
+
+/**
+ * The module's schema as values are checked against it: without its `$id`, and closed (unknown
+ * keys inside a module are refused too: a typo must not pass as a setting). Remembered per module
+ * object, because Ajv caches what it compiled by schema object: a new object per write would be
+ * compiled again, and kept, every time.
+ */
+const strictModules = new WeakMap<Json, Json>();
+function strictModule(module: Json): Json {
+  let strict = strictModules.get(module);
+  if (!strict) {
+    const { $id: _id, ...moduleSchema } = module;
+    strictModules.set(module, (strict = closeObjects(moduleSchema)));
+  }
+  return strict;
 }
 
 /** The schema with `additionalProperties: false` on every object that lists its properties. */
