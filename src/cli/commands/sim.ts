@@ -70,14 +70,14 @@ export function registerSimCommand(program: Command): void {
     .option('--product <idOrSlug>', 'product to provision the devices in')
     .option('--credentials <file>', 'connect these identities (CSV or JSON from provisioning) instead of provisioning')
     .option('--out <file>', 'write the provisioned identities to this CSV file')
-    .option('--api-url <url>', 'API URL (default SKYPORT_API_URL or http://localhost:8080)')
     .option('--mqtt-url <url>', 'MQTT URL (default SKYPORT_MQTT_URL or the API host on port 1883)')
     .option('--token <token>', 'access token (default SKYPORT_TOKEN)')
     .option('--concurrency <n>', 'connections opened at once', '200')
     .option('--connect-timeout <seconds>', 'a device not online after this long counts as failed', '30')
     .option('--duration <seconds>', 'stop after this long (default: run until Ctrl-C)')
-    .option('--json', 'print the summary as JSON')
-    .action(async (opts: SimOptions) => {
+    // --api-url and --json are the command line's global options (src/cli/lib/context.ts).
+    .action(async (_opts: SimOptions, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<SimOptions>();
       // Ctrl-C at any point (provisioning, connecting, running) stops cleanly: devices get a
       // DISCONNECT rather than a dropped socket, so the cloud publishes no will for them.
       const stopping = new AbortController();
