@@ -96,6 +96,7 @@ test('device writes answer 200 when applied, 400 with the codes when refused, an
     assert.match(unanswered.json.error_description, /stays pending/);
     const waiting = (await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json as Json;
     assert.equal(waiting.configuration.pending.geofence.interval, 9);
+    assert.deepEqual(waiting.own, { geofence: { interval: 9 } }, 'the own values as written, nothing filled in');
     assert.equal(waiting.delivery.geofence.state, 'pending');
     assert.ok(Date.now() - Date.parse(waiting.delivery.geofence.since) < 60_000, 'pending since the write');
   } finally {

@@ -131,7 +131,7 @@ export function createConfigDeliveryService(deps: {
 
     /** `{current, pending}`: what the device confirmed, and what it has yet to take. */
     async status(product: ProductRecord, device: DeviceRecord) {
-      const { values, sources, outsideFirmware } = await deps.values.device(product, device);
+      const { own, values, sources, outsideFirmware } = await deps.values.device(product, device);
       const held = await deps.state.held(device.id);
       const written = await deps.valuesRepo.writtenAt(product.id, device.id);
       const current: Record<string, Json> = {};
@@ -153,7 +153,7 @@ export function createConfigDeliveryService(deps: {
           code: state === 'rejected' ? h?.code ?? null : null, since: since ? since.toISOString() : null,
         };
       }
-      return { configuration: { current, pending }, sources, rejected, delivery, outside_firmware_range: outsideFirmware };
+      return { configuration: { current, pending }, own, sources, rejected, delivery, outside_firmware_range: outsideFirmware };
     },
 
     /** The fleet's rollout: devices (and modules) in sync, pending, or refused by the device. */

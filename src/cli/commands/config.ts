@@ -16,7 +16,6 @@ import {
  * write (from a file, an argument, or an editor, checked with a dry run first), history, diffs,
  * rollback, explain, and where the rollout stands.
  */
-const SCHEMA_TYPE = 'application/schema+json';
 
 interface Where { product?: string; device?: string }
 interface Target { api: Api; product: string; device: string | undefined; base: string; path: string }
@@ -51,19 +50,10 @@ function effectiveOf(c: DeviceConfig): JsonObject {
   return out;
 }
 
-/**
- * A device's own values (what a device write replaces): the document of its latest write, less
- * modules the schema in force no longer has (their values are kept aside, and a write refuses them).
- */
-async function ownValues(t: Target & { device: string }): Promise<{ values: JsonObject; version: number | null }> {
-  // The device's schema: also a 404 for a device outside the product, before anything else.
-  const schema = await t.api.request<JsonObject>('GET', t.path, { headers: { accept: SCHEMA_TYPE } });
-  const list = await t.api.request<{ history: HistoryEntry[] }>('GET', `${t.base}/history`, { query: { device_id: t.device, kind: 'values', per_page: 1 } });
-  const last = list.history[0];
-  if (!last) return { values: {}, version: null };
-  const entry = await t.api.request<{ document: JsonObject }>('GET', `${t.base}/history/${last.version}`);
-  const modules = isObject(schema.properties) ? schema.properties : {};
-  return { values: Object.fromEntries(Object.entries(entry.document ?? {}).filter(([m]) => m in modules)), version: last.version };
+/** A device's own values (what a device write replaces), as the cloud holds them for the schema in force. */
+async function ownValues(t: Target & { device: string }): Promise<JsonObject> {
+  const answer = await t.api.request<{ own?: JsonObject }>('GET', t.path);
+  return isObject(answer.own) ? answer.own : {};
 }
 
 async function put(t: Target, values: JsonObject | undefined, dryRun = false): Promise<{ status: number; body: JsonObject }> {
@@ -138,7 +128,7 @@ async function runEditor(file: string): Promise<void> {
 async function edit(ctx: CliContext, t: Target): Promise<void> {
   const original = t.device === undefined
     ? (await t.api.request<{ configuration: JsonObject }>('GET', t.base)).configuration
-    : (await ownValues({ ...t, device: t.device })).values;
+    : await ownValues({ ...t, device: t.device });
   const scope = t.device === undefined ? `the fleet's values of product ${t.product}` : `the own values of device ${t.device} (product ${t.product})`;
   const intro = [`${scope}. Lines starting with // are ignored.`, 'Save and quit to check and send; leave the file unchanged or empty to cancel.'];
   const dir = await mkdtemp(join(tmpdir(), 'skyport-config-'));
@@ -274,7 +264,7 @@ export function registerConfigCommands(program: Command): void {
       }
       if (opts.own) {
         const own = await ownValues({ ...t, device: t.device });
-        return ctx.out.result({ configuration: own.values, version: own.version }, () => pretty(own.values));
+        return ctx.out.result({ configuration: own }, () => pretty(own));
       }
       const answer = await t.api.request<DeviceConfig>('GET', t.path);
       ctx.out.result(answer, () => pretty(effectiveOf(answer)));
