@@ -4,6 +4,7 @@ import type { Api } from '../lib/api.js';
 import { contextOf, type CliContext } from '../lib/context.js';
 import { progress, table } from '../lib/output.js';
 import { needed, seg, wholeNumberOf } from '../lib/json-input.js';
+import { fields } from '../lib/resources.js';
 
 /**
  * Devices (docs/api.md, "Devices" and "Calling devices"): provisioning (with the secrets written
@@ -22,12 +23,6 @@ const CHUNK = 1000;
 const MAX_PROVISION = 1_000_000;
 
 const yesNo = (b: unknown) => (b ? 'yes' : 'no');
-
-function fields(pairs: ReadonlyArray<[string, unknown]>): string {
-  const width = Math.max(...pairs.map(([k]) => k.length));
-  const show = (v: unknown) => (v === null || v === undefined || v === '' ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v));
-  return pairs.map(([k, v]) => `${k.padEnd(width)}  ${show(v)}`).join('\n') + '\n';
-}
 
 const deviceTable = (devices: readonly DeviceView[]) => (devices.length === 0 ? 'no devices\n' : table(devices, [
   ['ID', (d) => d.id],

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { ApiError, describeError } from './api.js';
+import { required } from './resources.js';
 
 /**
  * What the device, configuration and schema commands share: JSON read from files and arguments
@@ -45,8 +46,7 @@ export function wholeNumberOf(flag: string, raw: string, min: number, max: numbe
 
 /** A flag the command cannot do without (checked here so the error is one line, not the help). */
 export function needed(flag: string, value: string | undefined, what: string): string {
-  if (value === undefined || value.trim() === '') throw new Error(`${what} needs ${flag}`);
-  return value.trim();
+  return required(flag, value, what).trim();
 }
 
 /** A path segment. */
