@@ -40,7 +40,8 @@ function killAll(): void {
   }
 }
 
-async function runCleanups(): Promise<void> {
+/** Every clean-up step, last registered first, then every child killed (runBenchmark calls it). */
+export async function runCleanups(): Promise<void> {
   while (cleanups.length > 0) {
     const step = cleanups.pop() as () => Promise<void> | void;
     try {
@@ -130,14 +131,15 @@ export async function freePort(): Promise<number> {
 // Skyport, as an operator starts it.
 
 /** The settings of this process's environment are not passed on: the servers run on defaults. */
-function cleanEnv(): Record<string, string> {
+export function cleanEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   const ours = new Set(SETTINGS.map((s) => s.env));
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !ours.has(k)) env[k] = v;
   return env;
 }
 
-async function admin<T>(adminUrl: string, work: (c: pg.Client) => Promise<T>): Promise<T> {
+/** One short-lived connection to the PostgreSQL server of `adminUrl`. */
+export async function admin<T>(adminUrl: string, work: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
   await c.connect();
   try {

@@ -1,22 +1,16 @@
 // Shared pieces of the benchmarks: free ports, child processes, autocannon runs, the baseline.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import autocannon from 'autocannon';
+import { freePort } from './harness.js';
+
+// The API client and free ports are the harness's (bench/harness.ts).
+export { api, freePort } from './harness.js';
 
 const children: ChildProcess[] = [];
 process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 
 export function killAll(): void {
   children.forEach((c) => c.kill('SIGTERM'));
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export async function waitFor(url: string): Promise<void> {
@@ -82,15 +76,3 @@ export function flag(args: string[], name: string, dflt: string): string {
   return i >= 0 && args[i + 1] ? (args[i + 1] as string) : dflt;
 }
 
-export async function api<T>(url: string, init: { method?: string; token?: string; json?: unknown; form?: Record<string, string>; basic?: [string, string] } = {}): Promise<T> {
-  const headers: Record<string, string> = {};
-  let body: string | undefined;
-  if (init.json !== undefined) { headers['content-type'] = 'application/json'; body = JSON.stringify(init.json); }
-  if (init.form) { headers['content-type'] = 'application/x-www-form-urlencoded'; body = new URLSearchParams(init.form).toString(); }
-  if (init.token) headers.authorization = `Bearer ${init.token}`;
-  if (init.basic) headers.authorization = `Basic ${Buffer.from(`${init.basic[0]}:${init.basic[1]}`).toString('base64')}`;
-  const res = await fetch(url, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body: body ?? null });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : {}) as T;
-}

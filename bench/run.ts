@@ -8,25 +8,22 @@
 // Every server under test runs in its own child process on 127.0.0.1 (a free port), so that the
 // load generator (autocannon, in this process) does not share its CPU. Each measurement is
 // preceded by a short warm-up. Any non-2xx answer or socket error fails the run.
-import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import pg from 'pg';
-import { SETTINGS } from '../src/config/settings.js';
+import {
+  DEFAULT_ADMIN_URL, ROOT, admin, captureOutput, cleanEnv, cpuSeconds, createDatabase, exitedEarly, freePort, gitCommit,
+  onCleanup, round2, runCleanups, stopChild, timeout, track, type Store,
+} from './harness.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CONNECTIONS = 32;
-const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const GOAL_TOKENS_PER_SECOND = 5000;
 const GOAL_TOKEN_RATIO = 0.25;
 const GOAL_READ_RATIO = 0.5;
 
-type Store = 'embedded' | 'postgres';
 
 interface Options {
   duration: number;
@@ -77,78 +74,6 @@ function parseOptions(argv: readonly string[]): Options {
   return o;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Child processes and clean-up: every child is killed and every temporary resource removed at
-// the end, on error, on a signal, and when the watchdog fires.
-
-const children = new Set<ChildProcess>();
-const cleanups: Array<() => Promise<void> | void> = [];
-
-function track(child: ChildProcess): ChildProcess {
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
-}
-
-function killAll(): void {
-  for (const c of children) {
-    try {
-      c.kill('SIGKILL');
-    } catch { /* already gone */ }
-  }
-}
-
-async function runCleanups(): Promise<void> {
-  killAll();
-  while (cleanups.length > 0) {
-    const step = cleanups.pop() as () => Promise<void> | void;
-    try {
-      await step();
-    } catch (err) {
-      console.error(`clean-up step failed: ${(err as Error).message}`);
-    }
-  }
-}
-
-process.on('exit', killAll);
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.once(signal, () => {
-    console.error(`\n${signal}: stopping the servers`);
-    void runCleanups().finally(() => process.exit(130));
-  });
-}
-
-/** Sends SIGTERM, then SIGKILL when the child has not exited within `graceMs`. */
-async function stop(child: ChildProcess, graceMs = 5000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-  await exited;
-  clearTimeout(timer);
-}
-
-/** The last few kilobytes a child wrote, for error messages. */
-function captureOutput(child: ChildProcess): () => string {
-  let tail = '';
-  const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString('utf8')).slice(-4000);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  return () => tail.trim();
-}
-
-function exitedEarly(child: ChildProcess, name: string, output: () => string): Promise<never> {
-  return new Promise((_, reject) => {
-    child.once('exit', (code, signal) => reject(new Error(`${name} exited (${signal ?? code}) before it was ready:\n${output()}`)));
-  });
-}
-
-function timeout(ms: number, what: string): Promise<never> {
-  return new Promise((_, reject) => setTimeout(() => reject(new Error(`${what} did not happen within ${ms / 1000} s`)), ms).unref());
-}
-
 interface Running { name: string; url: string; child: ChildProcess; output: () => string; databaseUrl?: string }
 
 /** Forks one of the .mjs servers of bench/; it reports its port over IPC. */
@@ -160,32 +85,13 @@ async function forkServer(name: string, script: string, env: Record<string, stri
   return { name, url: `http://127.0.0.1:${port}`, child, output };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** The settings of this process's environment are not passed on: the servers run on defaults. */
-function cleanEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  const ours = new Set(SETTINGS.map((s) => s.env));
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !ours.has(k)) env[k] = v;
-  return env;
-}
-
 /** `node --import tsx src/cli/run.ts server start`, with the real (production) password hashing. */
 async function startSkyport(store: Store, adminUrl: string): Promise<Running> {
   const env: Record<string, string> = { ...cleanEnv(), LOG_LEVEL: 'warn', SIGNUP: 'on' };
   const dataDir = mkdtempSync(join(tmpdir(), 'skyport-bench-'));
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  onCleanup(() => rmSync(dataDir, { recursive: true, force: true }));
   env.DATA_DIR = dataDir;
-  if (store === 'postgres') env.DATABASE_URL = await createDatabase(adminUrl);
+  if (store === 'postgres') env.DATABASE_URL = await createDatabase(adminUrl, 'skyport_bench');
 
   const port = await freePort();
   // The gateway gets a free port too: 1883 is usually taken on a machine that runs a broker.
@@ -194,7 +100,7 @@ async function startSkyport(store: Store, adminUrl: string): Promise<Running> {
   const child = track(spawn(process.execPath, ['--import', 'tsx', 'src/cli/run.ts', 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'], {
     cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'],
   }));
-  cleanups.push(() => stop(child));
+  onCleanup(() => stopChild(child, 5000));
   const output = captureOutput(child);
   const url = `http://127.0.0.1:${port}`;
   const healthy = (async () => {
@@ -207,42 +113,6 @@ async function startSkyport(store: Store, adminUrl: string): Promise<Running> {
   })();
   await Promise.race([healthy, exitedEarly(child, name, output), timeout(60_000, `${name} start`)]);
   return { name, url, child, output, ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}) };
-}
-
-async function admin<T>(adminUrl: string, work: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
-  await c.connect();
-  try {
-    return await work(c);
-  } finally {
-    await c.end();
-  }
-}
-
-/** A fresh database next to the admin URL's, dropped at the end. */
-async function createDatabase(adminUrl: string): Promise<string> {
-  const name = `skyport_bench_${randomBytes(6).toString('hex')}`;
-  await admin(adminUrl, (c) => c.query(`CREATE DATABASE ${name}`));
-  cleanups.push(() => admin(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined));
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-// ---------------------------------------------------------------------------------------------
-// CPU time of the processes involved (Linux /proc; null elsewhere), to show who was busy.
-
-const TICKS_PER_SECOND = 100; // USER_HZ (getconf CLK_TCK), 100 on Linux
-
-function cpuSeconds(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-  } catch {
-    return null;
-  }
 }
 
 /** PostgreSQL server processes serving the benchmark database (same machine only). */
@@ -332,7 +202,6 @@ async function measure(s: Scenario, o: Options, server: Running, pgPids: () => P
 }
 
 const failures: string[] = [];
-const round2 = (n: number) => Math.round(n * 100) / 100;
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const form = (o: Record<string, string>) => new URLSearchParams(o).toString();
@@ -433,7 +302,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
 
   const bare = await forkServer('bare node:http', 'bare-server.mjs');
-  cleanups.push(() => stop(bare.child));
+  onCleanup(() => stopChild(bare.child, 5000));
   const bareScenario: Scenario = { name: 'bare node:http (baseline)', store: null, request: { url: `${bare.url}/`, method: 'POST', headers: FORM, body: 'grant_type=client_credentials' }, check: expectToken };
   let before = await measure(bareScenario, o, bare, noPg);
   rows.push(before);
@@ -452,13 +321,13 @@ async function main(): Promise<void> {
       const clientId = 'bench';
       const clientSecret = randomBytes(20).toString('hex');
       const oidc = await forkServer('oidc-provider', 'oidc-server.mjs', { CLIENT_ID: clientId, CLIENT_SECRET: clientSecret, NODE_ENV: 'production' });
-      cleanups.push(() => stop(oidc.child));
+      onCleanup(() => stopChild(oidc.child, 5000));
       const row = await measure({
         name: 'oidc-provider client_credentials', store: null,
         request: { url: `${oidc.url}/token`, method: 'POST', headers: FORM, body: form({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }) },
         check: expectToken,
       }, o, oidc, noPg);
-      await stop(oidc.child);
+      await stopChild(oidc.child, 5000);
       return [row];
     });
   }
@@ -470,7 +339,7 @@ async function main(): Promise<void> {
       const user = await setUp(sky.url);
       const measured: Row[] = [];
       for (const s of skyportScenarios(sky.url, store, user)) measured.push(await measure(s, o, sky, () => backendPids(o.adminUrl, sky.databaseUrl)));
-      await stop(sky.child);
+      await stopChild(sky.child, 5000);
       return measured;
     });
   }
@@ -503,17 +372,6 @@ async function main(): Promise<void> {
   console.log(`\nresults: ${file}`);
 
   if (failures.length > 0) throw new Error(`${failures.length} scenario(s) had failed requests:\n${failures.join('\n\n')}`);
-}
-
-/** The commit the run measured, with `+dirty` when the work tree had changes. */
-function gitCommit(): string | undefined {
-  try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'migrations'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
-    return dirty ? `${head}+dirty` : head;
-  } catch {
-    return undefined;
-  }
 }
 
 function packageVersion(dir: string): string | undefined {
