@@ -4,7 +4,7 @@ import { stat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
-import { signUp } from './helpers/fixtures.js';
+import { enableMfa, signUp } from './helpers/fixtures.js';
 import { cliHome, skyport } from './helpers/cli.js';
 import { totpNow } from '../src/domain/totp.js';
 
@@ -44,10 +44,7 @@ test('login, whoami and logout; the token is kept in a 0600 profile and revoked 
 
 test('login with MFA asks for the code; SKYPORT_TOKEN and SKYPORT_API_URL override the profile', async () => {
   const { username, password, token } = await signUp(server.url);
-  const start = await raw(`${server.url}/v1/user/mfa-enable`, { token });
-  const secret = start.json.secret as string;
-  const confirm = await raw(`${server.url}/v1/user/mfa-enable`, { method: 'POST', token, json: { mfa_token: start.json.mfa_token, otp: totpNow(secret, new Date()) } });
-  assert.equal(confirm.status, 200, confirm.text);
+  const secret = await enableMfa(server.url, token);
 
   const home = await cliHome();
   const login = await skyport(['login', '--api-url', server.url, '-u', username], { home, input: `${password}\n${totpNow(secret, new Date(Date.now() + 30_000))}\n` });

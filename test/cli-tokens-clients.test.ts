@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
+import { enableMfa, newProduct, signUp } from './helpers/fixtures.js';
 import { cliHome, failedWith, skyport } from './helpers/cli.js';
 import { totpNow } from '../src/domain/totp.js';
 
@@ -72,10 +72,7 @@ test('token create prints a new token without touching the profile; current desc
 
 test('token create asks for the code with MFA on; bad lifetimes fail before any prompt', async () => {
   const { username, password, token } = await signUp(server.url);
-  const start = await raw(`${server.url}/v1/user/mfa-enable`, { token });
-  const secret = start.json.secret as string;
-  const confirm = await raw(`${server.url}/v1/user/mfa-enable`, { method: 'POST', token, json: { mfa_token: start.json.mfa_token, otp: totpNow(secret, new Date()) } });
-  assert.equal(confirm.status, 200, confirm.text);
+  const secret = await enableMfa(server.url, token);
   const home = await cliHome();
   const env = { SKYPORT_API_URL: server.url };
   const [mfa, both, word, zero] = await Promise.all([

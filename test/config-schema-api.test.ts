@@ -2,28 +2,15 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
+import { engineSchema, newProduct, signUp } from './helpers/fixtures.js';
 import { provision } from './helpers/device.js';
 import { defaultSchema } from '../src/domain/config/default-schema.js';
 
 /** The product configuration schema over the API (SPEC.md §4.5): read, replace whole, restore. */
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const SCHEMA = 'application/schema+json';
 let server: TestServer;
 before(async () => { server = await startTestServer(); });
 after(async () => { await server.close(); });
-
-function engineSchema(): Json {
-  const s = defaultSchema() as Json;
-  s.properties.engine = {
-    $id: '#/properties/engine', type: 'object', title: 'Engine', description: 'CAN demo engine settings', default: {},
-    properties: {
-      idle: { type: 'integer', title: 'Idle RPM speed', description: '', default: 1600, minimum: 0, maximum: 10000 },
-      fastpub: { type: 'integer', title: 'Publish period when running (milliseconds)', description: '', default: 0, minimum: 0, maximum: 3600000 },
-    },
-  };
-  return s;
-}
 
 test('read with particle-api-js, replace with a custom schema, restore the default', async () => {
   const { api, token } = await signUp(server.url);

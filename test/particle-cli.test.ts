@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, email, type TestServer } from './helpers/server.js';
-import { PASSWORD, newProduct, signUp } from './helpers/fixtures.js';
+import { PASSWORD, enableMfa, newProduct, signUp } from './helpers/fixtures.js';
 import { eventually, provision, type Identity } from './helpers/device.js';
 import { raw } from './helpers/http.js';
 import { ensureParticleCli, particle, PARTICLE_CLI_VERSION, type CliResult } from './helpers/particle-cli.js';
@@ -64,12 +64,8 @@ describe(`particle-cli ${PARTICLE_CLI_VERSION}`, { skip }, () => {
   /** An account with MFA on. Enrolment spends the current code, so its login takes the next one. */
   async function mfaAccount() {
     const account = await signUp(server.url, { username: email('mfa') });
-    const begun = await raw(`${server.url}/v1/user/mfa-enable`, { token: account.token });
-    const secret = begun.json.secret as string;
-    const now = Date.now();
-    const confirmed = await raw(`${server.url}/v1/user/mfa-enable`, { method: 'POST', token: account.token, json: { mfa_token: begun.json.mfa_token, otp: totpNow(secret, new Date(now)) } });
-    assert.equal(confirmed.status, 200, confirmed.text);
-    return { ...account, nextOtp: totpNow(secret, new Date(now + 30_000)) };
+    const secret = await enableMfa(server.url, account.token);
+    return { ...account, nextOtp: totpNow(secret, new Date(Date.now() + 30_000)) };
   }
 
   async function connect(who: Identity): Promise<Device> {

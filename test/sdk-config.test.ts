@@ -5,11 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
+import { engineSchema as engineSchemaOf, newProduct, signUp } from './helpers/fixtures.js';
 import { eventually, provision, type Identity } from './helpers/device.js';
 import { bind, ConfigStatus, createDevice, type Device } from '../src/sdk/index.js';
 import { check } from '../src/sdk/config.js';
-import { defaultSchema } from '../src/domain/config/default-schema.js';
 
 /**
  * Firmware-side configuration modules of the device SDK (SPEC.md §4.7): bindings, the codes of
@@ -29,18 +28,7 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function engineSchema(extra: Json = {}): string {
-  const s = defaultSchema() as Json;
-  s.properties.engine = {
-    $id: '#/properties/engine', type: 'object', title: 'Engine', description: 'CAN demo engine settings', default: {},
-    properties: {
-      idle: { type: 'integer', title: 'Idle RPM speed', description: '', default: 1600, minimum: 0, maximum: 10000 },
-      fastpub: { type: 'integer', title: 'Publish period when running (milliseconds)', description: '', default: 0, minimum: 0, maximum: 3600000 },
-      ...extra,
-    },
-  };
-  return JSON.stringify(s);
-}
+const engineSchema = (extra: Json = {}): string => JSON.stringify(engineSchemaOf(extra));
 
 async function productWithSchema(schema: string) {
   const { token } = await signUp(server.url);

@@ -2,6 +2,10 @@ import assert from 'node:assert/strict';
 import { email } from './server.js';
 import { particle } from './particle.js';
 import { raw } from './http.js';
+import { totpNow } from '../../src/domain/totp.js';
+import { defaultSchema } from '../../src/domain/config/default-schema.js';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** Fixtures the end-to-end tests share: accounts, products, expected failures. */
 export const PASSWORD = 'correct horse';
@@ -28,4 +32,30 @@ export async function newProduct(url: string, token: string, name = 'Tracker Fle
   const r = await raw(`${url}/v1/user/products`, { method: 'POST', token, json: { product: { name, description: 'trackers', platform_id: platformId } } });
   assert.equal(r.status, 201, r.text);
   return r.json.product as { id: number; slug: string };
+}
+
+/** Turns MFA on for the account of `token` through the API; answers the TOTP secret. */
+export async function enableMfa(url: string, token: string): Promise<string> {
+  const start = await raw(`${url}/v1/user/mfa-enable`, { token });
+  const secret = start.json.secret as string;
+  const confirm = await raw(`${url}/v1/user/mfa-enable`, { method: 'POST', token, json: { mfa_token: start.json.mfa_token, otp: totpNow(secret, new Date()) } });
+  assert.equal(confirm.status, 200, confirm.text);
+  return secret;
+}
+
+/**
+ * The custom schema example of SPEC.md: the default schema plus an `engine` module with an idle
+ * speed and a publish period in milliseconds (and `extra` settings for a test's own needs).
+ */
+export function engineSchema(extra: Record<string, unknown> = {}): Json {
+  const s = defaultSchema() as Json;
+  s.properties.engine = {
+    $id: '#/properties/engine', type: 'object', title: 'Engine', description: 'CAN demo engine settings', default: {},
+    properties: {
+      idle: { type: 'integer', title: 'Idle RPM speed', description: '', default: 1600, minimum: 0, maximum: 10000 },
+      fastpub: { type: 'integer', title: 'Publish period when running (milliseconds)', description: '', default: 0, minimum: 0, maximum: 3600000 },
+      ...extra,
+    },
+  };
+  return s;
 }
