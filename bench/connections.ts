@@ -18,7 +18,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, buildSkyport, captureOutput, cpuTimes, exitedEarly, freePort, gitCommit, onCleanup, openFilesLimit, option, processOpenFiles, round2, rssKb,
+  DEFAULT_ADMIN_URL, ROOT, api, buildSkyport, captureOutput, cpuTimes, exitedEarly, freePort, gitCommit, inspectorSession, onCleanup, openFilesLimit, option, processOpenFiles, round2, rssKb,
   runBenchmark, sleep, startSkyport, stopChild, timeout, track, userWithProduct, type Store,
 } from './harness.js';
 
@@ -109,21 +109,7 @@ function ask<T>(child: ChildProcess, message: unknown, answer: string, ms: numbe
 
 /** The server's inspector (--heap, --profile): Chrome DevTools protocol over a WebSocket. */
 async function inspector(url: string) {
-  const ws = new WebSocket(url);
-  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
-  let id = 0;
-  const send = <T>(method: string, params: object = {}) => new Promise<T>((resolve, reject) => {
-    const mine = ++id;
-    const onMessage = (data: WebSocket.RawData) => {
-      const m = JSON.parse(data.toString()) as { id?: number; result?: T; error?: { message: string } };
-      if (m.id !== mine) return;
-      ws.off('message', onMessage);
-      if (m.error) reject(new Error(`${method}: ${m.error.message}`));
-      else resolve(m.result as T);
-    };
-    ws.on('message', onMessage);
-    ws.send(JSON.stringify({ id: mine, method, params }));
-  });
+  const { ws, send } = await inspectorSession(url);
   return {
     send,
     /** process.memoryUsage() after a full garbage collection, in MB. */

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import WebSocket from 'ws';
 import { SETTINGS } from '../src/config/settings.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -328,4 +329,27 @@ export function option(args: readonly string[], name: string): string | undefine
     if (a.startsWith(`--${name}=`)) return a.slice(name.length + 3);
   }
   return undefined;
+}
+
+/**
+ * A session with a server's inspector (it runs with --inspect): the Chrome DevTools protocol over
+ * a WebSocket. `send` answers the result of one method call; `ws` carries events too.
+ */
+export async function inspectorSession(url: string): Promise<{ ws: WebSocket; send: <T>(method: string, params?: object) => Promise<T> }> {
+  const ws = new WebSocket(url);
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+  let id = 0;
+  const send = <T>(method: string, params: object = {}) => new Promise<T>((resolve, reject) => {
+    const mine = ++id;
+    const onMessage = (data: WebSocket.RawData) => {
+      const m = JSON.parse(data.toString()) as { id?: number; result?: T; error?: { message: string } };
+      if (m.id !== mine) return;
+      ws.off('message', onMessage);
+      if (m.error) reject(new Error(`${method}: ${m.error.message}`));
+      else resolve(m.result as T);
+    };
+    ws.on('message', onMessage);
+    ws.send(JSON.stringify({ id: mine, method, params }));
+  });
+  return { ws, send };
 }

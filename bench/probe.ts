@@ -2,8 +2,7 @@
 // server over the phase, taken through its inspector, summarised by function and by part of the
 // code, and the storage statements of the phase (bench/count-queries.mjs, preloaded).
 import { writeFileSync } from 'node:fs';
-import WebSocket from 'ws';
-import { round2 } from './harness.js';
+import { inspectorSession, round2 } from './harness.js';
 
 interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
 interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
@@ -75,21 +74,7 @@ export interface Probe { start(): Promise<void>; stop(file: string): Promise<Pha
 
 /** Connects to the server's inspector (the server runs with --inspect and count-queries.mjs). */
 export async function attachProbe(url: string): Promise<Probe> {
-  const ws = new WebSocket(url);
-  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
-  let id = 0;
-  const send = <T>(method: string, params: object = {}) => new Promise<T>((resolve, reject) => {
-    const mine = ++id;
-    const onMessage = (data: WebSocket.RawData) => {
-      const m = JSON.parse(data.toString()) as { id?: number; result?: T; error?: { message: string } };
-      if (m.id !== mine) return;
-      ws.off('message', onMessage);
-      if (m.error) reject(new Error(`${method}: ${m.error.message}`));
-      else resolve(m.result as T);
-    };
-    ws.on('message', onMessage);
-    ws.send(JSON.stringify({ id: mine, method, params }));
-  });
+  const { ws, send } = await inspectorSession(url);
   const takeQueries = async () => {
     const r = await send<{ result: { value?: string } }>('Runtime.evaluate', { expression: 'globalThis.__benchQueries?.take() ?? "[]"', returnByValue: true });
     return JSON.parse(r.result.value ?? '[]') as PhaseProbe['queries'];
