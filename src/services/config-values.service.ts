@@ -90,6 +90,15 @@ export function createConfigValuesService(deps: { db: Db; repo: ConfigValuesRepo
     if (violations.length > 0) throw refused(violations);
   }
 
+  /** What a device's configuration is made of (its own values, the fleet's, whose win), and the result. */
+  async function deviceInputs(product: ProductRecord, device: DeviceRecord) {
+    const schema = await schemaOf(product);
+    const own = inSchema(schema, await deps.repo.device(product.id, device.id));
+    const fleet = inSchema(schema, await deps.repo.fleet(product.id));
+    const deviceValuesWin = device.development || (await deps.repo.ownWins(device.id));
+    return { own, fleet, deviceValuesWin, ...effectiveConfig({ schema, fleet, device: own, deviceValuesWin, firmwareVersion: device.firmwareVersion }) };
+  }
+
   /** The smallest publish limit among the fleet's devices: a fleet module must reach them all. */
   async function fleetLimit(product: ProductRecord): Promise<number> {
     const versions = await deps.repo.fleetOsVersions(product.id);
@@ -135,11 +144,8 @@ export function createConfigValuesService(deps: { db: Db; repo: ConfigValuesRepo
 
     /** The device's own values, its effective configuration and where each module comes from. */
     async device(product: ProductRecord, device: DeviceRecord) {
-      const schema = await schemaOf(product);
-      const own = inSchema(schema, await deps.repo.device(product.id, device.id));
-      const fleet = inSchema(schema, await deps.repo.fleet(product.id));
-      const deviceValuesWin = device.development || (await deps.repo.ownWins(device.id));
-      return { own, ...effectiveConfig({ schema, fleet, device: own, deviceValuesWin, firmwareVersion: device.firmwareVersion }) };
+      const { own, values, sources, outsideFirmware } = await deviceInputs(product, device);
+      return { own, values, sources, outsideFirmware };
     },
 
     /**
@@ -175,11 +181,7 @@ export function createConfigValuesService(deps: { db: Db; repo: ConfigValuesRepo
      * (a key a chosen module object leaves out takes its default).
      */
     async explain(product: ProductRecord, device: DeviceRecord) {
-      const schema = await schemaOf(product);
-      const own = inSchema(schema, await deps.repo.device(product.id, device.id));
-      const fleet = inSchema(schema, await deps.repo.fleet(product.id));
-      const deviceValuesWin = device.development || (await deps.repo.ownWins(device.id));
-      const eff = effectiveConfig({ schema, fleet, device: own, deviceValuesWin, firmwareVersion: device.firmwareVersion });
+      const { own, fleet, deviceValuesWin, ...eff } = await deviceInputs(product, device);
       const settings: Array<{ path: string; value: unknown; source: Source }> = [];
       const walk = (value: unknown, raw: unknown, source: Source, path: string) => {
         if (isObject(value) && Object.keys(value).length > 0) {
