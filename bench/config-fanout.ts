@@ -407,7 +407,7 @@ async function main(): Promise<void> {
     console.log(`\nprobe: ${r.scenario} #${r.round} (${r.store}), ${p.seconds} s profiled, ${p.profile}`);
     console.log(`  by area: ${p.byArea.slice(0, 10).map((a) => `${a.area} ${a.pct}%`).join('; ')}`);
     console.log(`  by self time: ${p.bySelf.slice(0, 10).map((a) => `${a.fn} ${a.pct}%`).join('; ')}`);
-    console.log(`  statements: ${p.queries.slice(0, 12).map((q) => `${q.calls}× (${q.rows} rows) ${q.sql.slice(0, 90)}`).join('\n              ')}`);
+    console.log(`  statements: ${p.queries.slice(0, 12).map((q) => `${q.calls}× (${q.rows} rows${q.ms === undefined ? '' : `, ${Math.round(q.ms)} ms`}) ${q.sql.slice(0, 90)}`).join('\n              ')}`);
   }
 
   const file = join(ROOT, 'bench', 'results', `config-fanout-${date.replace(/[:.]/g, '-')}.json`);

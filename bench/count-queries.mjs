@@ -2,6 +2,8 @@
 // statements the server runs, by statement text, with the rows they return, so that a phase of
 // the benchmark can say how many queries it took. Nothing under src/ knows of it. Read and reset
 // through the inspector: globalThis.__benchQueries.take().
+// Each statement's time from call to answer is summed too (`ms`): on the embedded store that includes
+// waiting for PGlite's one connection, on PostgreSQL the network and the server.
 // Both drivers are patched at their lowest shared entry: PGlite's query() and the queries of its
 // transactions, and pg's Client.prototype.query (a pool's query goes through it).
 import { PGlite } from '@electric-sql/pglite';
@@ -9,11 +11,12 @@ import pg from 'pg';
 
 let counts = new Map();
 
-function count(sql, rows) {
+function count(sql, rows, ms = 0) {
   const key = String(sql).replace(/\s+/g, ' ').trim().slice(0, 160);
-  const c = counts.get(key) ?? { calls: 0, rows: 0 };
+  const c = counts.get(key) ?? { calls: 0, rows: 0, ms: 0 };
   c.calls += 1;
   c.rows += rows;
+  c.ms += ms;
   counts.set(key, c);
 }
 
@@ -22,8 +25,9 @@ const textOf = (q) => (typeof q === 'string' ? q : q?.text ?? '(unknown)');
 
 function counted(query) {
   return async function (sql, ...rest) {
+    const started = performance.now();
     const result = await query.call(this, sql, ...rest);
-    count(textOf(sql), rowsOf(result));
+    count(textOf(sql), rowsOf(result), performance.now() - started);
     return result;
   };
 }

@@ -15,7 +15,7 @@ export interface PhaseProbe {
   bySelf: Array<{ fn: string; ms: number; pct: number }>;
   /** Skyport's own functions by the time on stack under them (synchronous parts only: async functions resume on other stacks). */
   byTotal: Array<{ fn: string; ms: number; pct: number }>;
-  queries: Array<{ sql: string; calls: number; rows: number }>;
+  queries: Array<{ sql: string; calls: number; rows: number; ms?: number }>;
 }
 
 /** The part of the code a frame belongs to, for the summary. */

@@ -45,6 +45,7 @@ import { createConfigValuesRepository } from './repositories/config-values.repos
 import { createConfigHistoryRepository } from './repositories/config-history.repository.js';
 import { createConfigHistoryService } from './services/config-history.service.js';
 import { createConfigDeliveryService } from './services/config-delivery.service.js';
+import { windowFor } from './storage/batcher.js';
 import { createDeviceConfigStateRepository } from './repositories/device-config-state.repository.js';
 import type { Log } from './platform/log.js';
 
@@ -131,7 +132,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
   const configValues = createConfigValuesService({ db, repo: configValuesRepo, history: configHistoryRepo, schemas: configSchemas, clock });
   const configDelivery = createConfigDeliveryService({
     bus, values: configValues, state: createDeviceConfigStateRepository(db), valuesRepo: configValuesRepo, devices: devicesRepo, products: productsRepo,
-    clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000,
+    clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
   });
   return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, claims, deviceCalls, events, configSchemas, configValues, configDelivery, configHistory: createConfigHistoryService({ repo: configHistoryRepo }), devicesRepo };
 }
@@ -180,7 +181,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
 
   logs.app = app.log;
   const log = () => app.log;
-  const presence = createPresenceService({ repo: createPresenceRepository(db), clock, log, changed: (id) => services.devicesRepo.forget(id) });
+  const presence = createPresenceService({ repo: createPresenceRepository(db), clock, log, batchWindowMs: windowFor(db.kind), changed: (id) => services.devicesRepo.forget(id) });
   const gateway = createGateway({
     bus, presence, clock, log,
     // Failed device connects are limited per device and address, like client authentications.

@@ -34,3 +34,15 @@ test('with inFlight 2, a second flush starts while the first runs, never a third
   await Promise.all([1, 2, 3, 4, 5].map((n) => b.add(n)));
   assert.equal(most, 2);
 });
+
+test('a reading flush answers each caller with its own result, in one flush per turn', async () => {
+  const flushes: string[][] = [];
+  const b = createBatcher<string, number | undefined>(async (keys) => {
+    flushes.push(keys);
+    const known = new Map([['a', 1], ['b', 2]]);
+    return keys.map((k) => known.get(k));
+  });
+  const answers = await Promise.all(['b', 'x', 'a', 'b'].map((k) => b.add(k)));
+  assert.deepEqual(answers, [2, undefined, 1, 2]);
+  assert.deepEqual(flushes, [['b', 'x', 'a', 'b']]);
+});

@@ -63,6 +63,30 @@ test('a device takes its configuration at connect, fleet changes at once, and re
   await second.client.endAsync();
 });
 
+test('devices connecting together are each answered for what they hold; what one holds unrecorded is recorded, not sent again', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const [holdsAll, holdsNothing, holdsAllButRgb] = await Promise.all([1, 2, 3].map(() => provision(server.url, token, product.id)));
+  const status = async (who: Identity) => (await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json as Json;
+  // What each module's hash will be, from the device read (delivery.desired_hash), before any device connected.
+  const desired = Object.fromEntries(Object.entries((await status(holdsAll)).delivery as Record<string, { desired_hash: string }>).map(([m, d]) => [m, d.desired_hash]));
+  assert.equal(Object.keys(desired).length, 9);
+  const holding = (except: string[]) => new Map(Object.entries(desired).filter(([m]) => !except.includes(m)).map(([m, hash]) => [m, { value: {}, hash }]));
+  const devices = await Promise.all([
+    configDevice(holdsAll, holding([])),
+    configDevice(holdsNothing, new Map()),
+    configDevice(holdsAllButRgb, new Map([...holding(['rgb']), ['rgb', { value: {}, hash: '0000000000000000' }]])),
+  ]);
+  for (const who of [holdsAll, holdsNothing, holdsAllButRgb]) {
+    await eventually(async () => (Object.values((await status(who)).delivery as Record<string, { state: string }>).every((d) => d.state === 'in_sync') ? true : undefined));
+  }
+  const [all, nothing, allButRgb] = devices;
+  assert.deepEqual(all!.received, [], 'a device that holds everything is sent nothing, and its holdings are recorded');
+  assert.equal(nothing!.received.length, 9);
+  assert.deepEqual(allButRgb!.received, ['rgb']);
+  await Promise.all(devices.map((d) => d.client.endAsync()));
+});
+
 test('device writes answer 200 when applied, 400 with the codes when refused, and a timeout when unanswered', async () => {
   const { token } = await signUp(server.url);
   const product = await newProduct(server.url, token);

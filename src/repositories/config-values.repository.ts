@@ -5,6 +5,13 @@ type Json = Record<string, unknown>;
 /** What the configuration of a fleet device depends on, besides the values. */
 export interface FleetDevice { id: string; development: boolean; ownWins: boolean; firmwareVersion: number | null; online: boolean }
 
+type FleetRow = { id: string; product_id: number | string | null; development: boolean; config_own_wins: boolean; firmware_version: number | null; online: boolean };
+const FLEET_COLUMNS = 'id, product_id, development, config_own_wins, firmware_version, online';
+const fleetDevice = (r: FleetRow): FleetDevice & { productId: number | null } => ({
+  id: r.id, productId: r.product_id === null ? null : Number(r.product_id), development: r.development, ownWins: r.config_own_wins,
+  firmwareVersion: r.firmware_version, online: r.online,
+});
+
 /** Configuration values by module: the fleet's (device '') or one device's. */
 export function createConfigValuesRepository(db: Queryable) {
   async function read(productId: number, deviceId: string, q: Queryable): Promise<Record<string, Json>> {
@@ -55,14 +62,20 @@ export function createConfigValuesRepository(db: Queryable) {
     },
     /** A product's devices (only the connected ones, to take a fleet change at once). */
     async fleetDevices(productId: number, options: { onlineOnly: boolean }, q: Queryable = db): Promise<FleetDevice[]> {
-      const rows = await q.query<{ id: string; development: boolean; config_own_wins: boolean; firmware_version: number | null; online: boolean }>(
-        `SELECT id, development, config_own_wins, firmware_version, online FROM devices WHERE product_id = $1${options.onlineOnly ? ' AND online' : ''}`, [productId]);
-      return rows.map((r) => ({ id: r.id, development: r.development, ownWins: r.config_own_wins, firmwareVersion: r.firmware_version, online: r.online }));
+      const rows = await q.query<FleetRow>(`SELECT ${FLEET_COLUMNS} FROM devices WHERE product_id = $1${options.onlineOnly ? ' AND online' : ''}`, [productId]);
+      return rows.map(fleetDevice);
     },
-    /** The own values of every device of a product that has some, in one read. */
-    async devicesValues(productId: number, q: Queryable = db): Promise<Map<string, Record<string, Json>>> {
+    /** The same for devices named by id, whatever their product (devices connecting together). */
+    async configDevices(ids: string[], q: Queryable = db): Promise<Array<FleetDevice & { productId: number | null }>> {
+      if (ids.length === 0) return [];
+      const rows = await q.query<FleetRow>(`SELECT ${FLEET_COLUMNS} FROM devices WHERE id = ANY($1::text[])`, [ids]);
+      return rows.map(fleetDevice);
+    },
+    /** The own values of every device of a product that has some (or of the devices named), in one read. */
+    async devicesValues(productId: number, ids?: string[], q: Queryable = db): Promise<Map<string, Record<string, Json>>> {
       const rows = await q.query<{ device_id: string; module: string; value_text: string }>(
-        "SELECT device_id, module, value_text FROM config_values WHERE product_id = $1 AND device_id <> ''", [productId]);
+        `SELECT device_id, module, value_text FROM config_values WHERE product_id = $1 AND device_id <> ''${ids ? ' AND device_id = ANY($2::text[])' : ''}`,
+        ids ? [productId, ids] : [productId]);
       const out = new Map<string, Record<string, Json>>();
       for (const r of rows) {
         const values = out.get(r.device_id) ?? {};

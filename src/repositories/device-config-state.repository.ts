@@ -14,6 +14,17 @@ const held = (r: Row): HeldModule => ({
 /** What a fan-out or a rollout count needs of a held module: no value, no time. */
 export type HeldHash = Pick<HeldModule, 'hash' | 'status' | 'refusedHash'>;
 
+type HashRow = { device_id: string; module: string; hash: string | null; status: 'in_sync' | 'rejected'; refused_hash: string | null };
+function byDevice(rows: HashRow[]): Map<string, Map<string, HeldHash>> {
+  const out = new Map<string, Map<string, HeldHash>>();
+  for (const r of rows) {
+    let m = out.get(r.device_id);
+    if (!m) out.set(r.device_id, (m = new Map()));
+    m.set(r.module, { hash: r.hash, status: r.status, refusedHash: r.refused_hash });
+  }
+  return out;
+}
+
 export interface StateChange { deviceId: string; module: string; hash: string; value: Record<string, unknown>; status: 'in_sync' | 'rejected'; code: number | null; at: Date }
 
 export function createDeviceConfigStateRepository(db: Queryable) {
@@ -27,15 +38,18 @@ export function createDeviceConfigStateRepository(db: Queryable) {
      * hashes and states only, since at 10,000 devices the values and times would be most of it.
      */
     async heldByProduct(productId: number): Promise<Map<string, Map<string, HeldHash>>> {
-      const rows = await db.query<{ device_id: string; module: string; hash: string | null; status: 'in_sync' | 'rejected'; refused_hash: string | null }>(
-        'SELECT s.device_id, s.module, s.hash, s.status, s.refused_hash FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1', [productId]);
-      const out = new Map<string, Map<string, HeldHash>>();
-      for (const r of rows) {
-        let m = out.get(r.device_id);
-        if (!m) out.set(r.device_id, (m = new Map()));
-        m.set(r.module, { hash: r.hash, status: r.status, refusedHash: r.refused_hash });
-      }
-      return out;
+      return byDevice(await db.query<HashRow>(
+        'SELECT s.device_id, s.module, s.hash, s.status, s.refused_hash FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1', [productId]));
+    },
+    /**
+     * The hash of each module the devices named are recorded to hold (in sync), one row per
+     * device: devices connecting together, where one row per module would be most of the read.
+     */
+    async inSyncOf(ids: string[]): Promise<Map<string, Record<string, string>>> {
+      if (ids.length === 0) return new Map();
+      const rows = await db.query<{ device_id: string; held: Record<string, string> }>(
+        "SELECT device_id, json_object_agg(module, hash) AS held FROM device_config_state WHERE device_id = ANY($1::text[]) AND status = 'in_sync' GROUP BY device_id", [ids]);
+      return new Map(rows.map((r) => [r.device_id, r.held]));
     },
     /**
      * Records many outcomes in one statement (acknowledgements of a fan-out arrive together).

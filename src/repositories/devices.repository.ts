@@ -94,6 +94,13 @@ export function createDevicesRepository(db: Queryable) {
       return rows[0] && toDevice(rows[0]);
     },
 
+    /** Many devices by id in one read (a connect storm's authentications, grouped). */
+    async findByIds(ids: string[], q: Queryable = db): Promise<DeviceRecord[]> {
+      if (ids.length === 0) return [];
+      const rows = await q.query<Row>('SELECT * FROM devices WHERE id = ANY($1::text[])', [ids]);
+      return rows.map(toDevice);
+    },
+
     async findManyForUpdate(ids: string[], q: Queryable): Promise<DeviceRecord[]> {
       if (ids.length === 0) return [];
       const rows = await q.query<Row>('SELECT * FROM devices WHERE id = ANY($1::text[]) FOR UPDATE', [ids]);

@@ -10,6 +10,9 @@ export interface PresenceChange {
   ip?: string | null;
 }
 
+/** The fields a `hello` sets; those it leaves out keep what an earlier one said. */
+const definedOf = (hello: Hello): Partial<Hello> => Object.fromEntries(Object.entries(hello).filter(([, v]) => v !== undefined && v !== null)) as Partial<Hello>;
+
 /**
  * Writes of the device gateway: presence (online, last_heard, last_handshake_at,
  * last_ip_address) in batches, and what a device says about itself (`hello`).
@@ -40,17 +43,30 @@ export function createPresenceRepository(db: Queryable) {
       );
     },
 
-    async describe(id: string, hello: Hello, at: Date): Promise<void> {
+    /**
+     * What devices said about themselves (`hello`), many in one statement; for one device the
+     * later `hello` of a batch wins field by field, as if they had been applied in turn.
+     */
+    async describeMany(hellos: Array<{ id: string; hello: Hello; at: Date }>): Promise<void> {
+      if (hellos.length === 0) return;
+      const last = new Map<string, { id: string; hello: Hello; at: Date }>();
+      for (const h of hellos) {
+        const prev = last.get(h.id);
+        last.set(h.id, prev ? { id: h.id, at: h.at, hello: { ...prev.hello, ...definedOf(h.hello) } } : h);
+      }
+      const rows = [...last.values()];
       await db.query(
-        `UPDATE devices SET
-           functions = COALESCE($2::jsonb, functions),
-           variables = COALESCE($3::jsonb, variables),
-           firmware_version = COALESCE($4, firmware_version),
-           system_firmware_version = COALESCE($5, system_firmware_version),
-           updated_at = $6
-         WHERE id = $1`,
-        [id, hello.functions ? JSON.stringify(hello.functions) : null, hello.variables ? JSON.stringify(hello.variables) : null,
-          hello.firmwareVersion ?? null, hello.systemFirmwareVersion ?? null, at],
+        `UPDATE devices d SET
+           functions = COALESCE(c.functions::jsonb, d.functions),
+           variables = COALESCE(c.variables::jsonb, d.variables),
+           firmware_version = COALESCE(c.firmware, d.firmware_version),
+           system_firmware_version = COALESCE(c.system, d.system_firmware_version),
+           updated_at = c.at
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::timestamptz[]) AS c(id, functions, variables, firmware, system, at)
+         WHERE d.id = c.id`,
+        [rows.map((r) => r.id), rows.map((r) => (r.hello.functions ? JSON.stringify(r.hello.functions) : null)),
+          rows.map((r) => (r.hello.variables ? JSON.stringify(r.hello.variables) : null)), rows.map((r) => r.hello.firmwareVersion ?? null),
+          rows.map((r) => r.hello.systemFirmwareVersion ?? null), rows.map((r) => r.at)],
       );
     },
 

@@ -3,7 +3,7 @@ import { DomainError, isDomainError } from '../domain/errors.js';
 import type { Bus } from '../bus/bus.js';
 import type { Clock } from '../platform/clock.js';
 import type { Log } from '../platform/log.js';
-import type { ConfigValuesRepository } from '../repositories/config-values.repository.js';
+import type { ConfigValuesRepository, FleetDevice } from '../repositories/config-values.repository.js';
 import type { DeviceConfigStateRepository, HeldHash, StateChange } from '../repositories/device-config-state.repository.js';
 import { createBatcher } from '../storage/batcher.js';
 import type { Values } from '../domain/config/values.js';
@@ -49,9 +49,11 @@ export function createConfigDeliveryService(deps: {
   devices: DevicesRepository; products: ProductsRepository; clock: Clock; log: () => Log; timeoutMs: number;
   /** How many devices a fan-out talks to at once. */
   fanOut?: number;
+  /** How long acknowledgements and connecting devices are gathered before they are stored or read (storage/batcher.ts). */
+  batchWindowMs?: number;
 }) {
   // Acknowledgements of a fan-out arrive together: they are stored a batch at a time.
-  const records = createBatcher<StateChange>((changes) => deps.state.recordMany(changes), { maxBatch: 2000, inFlight: 2 });
+  const records = createBatcher<StateChange>((changes) => deps.state.recordMany(changes), { maxBatch: 2000, inFlight: 2, waitMs: deps.batchWindowMs ?? 0 });
   const record = (deviceId: string, change: Omit<StateChange, 'deviceId' | 'at'>) => records.add({ deviceId, ...change, at: deps.clock.now() });
 
   /**
@@ -107,13 +109,15 @@ export function createConfigDeliveryService(deps: {
     return run;
   }
 
-  function sync(product: ProductRecord, device: DeviceRecord, reported?: Record<string, string>): Promise<ModuleResult[]> {
-    return serial(device.id, async (stale) => {
-      const { values } = await deps.values.device(product, device);
-      // What the device reported at connect is out of date once a delivery ran since.
-      return deliver(device.id, values, await deps.state.held(device.id), stale ? undefined : reported);
-    });
+  /** Reads the device's configuration and what it holds, and delivers: to run in the device's turn. */
+  async function syncNow(product: ProductRecord, device: DeviceRecord, reported?: Record<string, string>): Promise<ModuleResult[]> {
+    const { values } = await deps.values.device(product, device);
+    return deliver(device.id, values, await deps.state.held(device.id), reported);
   }
+
+  // What the device reported at connect is out of date once a delivery ran since.
+  const sync = (product: ProductRecord, device: DeviceRecord, reported?: Record<string, string>): Promise<ModuleResult[]> =>
+    serial(device.id, (stale) => syncNow(product, device, stale ? undefined : reported));
 
   /** Whether a device holds `values`: in sync, pending, or refusing one of them. */
   function standing(values: Values, held: Map<string, HeldHash> | undefined, hashOf: (value: Json) => string = moduleHash): Record<string, 'in_sync' | 'pending' | 'rejected'> {
@@ -125,6 +129,41 @@ export function createConfigDeliveryService(deps: {
     }
     return out;
   }
+
+  /**
+   * Devices that connect together (a reconnect storm) are read together: their records, what
+   * they are recorded to hold and their own values in one statement each, and the product,
+   * schema and fleet values once per product, as a fan-out does. Each device's delivery then
+   * runs on its own, in its turn (`serial`); the batch does not wait for them.
+   */
+  const hellos = createBatcher<{ deviceId: string; hashes: Record<string, string> }, { done: Promise<unknown> }>(async (batch) => {
+    // A device that said hello twice in one batch is answered for the last.
+    const reported = new Map(batch.map((h) => [h.deviceId, h.hashes]));
+    const ids = [...reported.keys()];
+    const since = new Map(ids.map((id) => [id, gen(id)]));
+    const [devices, recorded] = await Promise.all([deps.valuesRepo.configDevices(ids), deps.state.inSyncOf(ids)]);
+    const byProduct = new Map<number, FleetDevice[]>();
+    for (const d of devices) if (d.productId !== null) byProduct.set(d.productId, [...(byProduct.get(d.productId) ?? []), d]);
+    const started = new Map<string, Promise<unknown>>();
+    for (const [productId, group] of byProduct) {
+      const product = await deps.products.find({ id: productId });
+      if (!product) continue;
+      const effective = await deps.values.devices(product, group);
+      const hashOf = memoHash();
+      for (const { id } of group) {
+        const values = effective.get(id)?.values ?? {};
+        // With what the device reported, deliver needs only which modules are recorded in sync, at which hash.
+        const held = new Map<string, HeldHash>(Object.entries(recorded.get(id) ?? {}).map(([module, hash]) => [module, { hash, status: 'in_sync', refusedHash: null }]));
+        started.set(id, serial(id, async (stale) => {
+          if (!stale) return deliver(id, values, held, reported.get(id), hashOf);
+          // A delivery ran since the batch read: what was read may be out of date, so read again.
+          const device = await deps.devices.findById(id);
+          return device && device.productId === product.id ? syncNow(product, device) : [];
+        }, since.get(id)));
+      }
+    }
+    return batch.map((h) => ({ done: started.get(h.deviceId) ?? Promise.resolve() }));
+  }, { maxBatch: 1000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
 
   return {
     sync,
@@ -177,12 +216,13 @@ export function createConfigDeliveryService(deps: {
       return out;
     },
 
-    /** A device connected and reported its hashes. */
+    /**
+     * A device connected and reported its hashes. Resolves once what differed was delivered (or
+     * the device stopped answering).
+     */
     async onHello(deviceId: string, hashes: Record<string, string>): Promise<void> {
-      const device = await deps.devices.findById(deviceId);
-      if (!device || device.productId === null) return;
-      const product = await deps.products.find({ id: device.productId });
-      if (product) await sync(product, device, hashes);
+      const delivery = await hellos.add({ deviceId, hashes });
+      await delivery.done;
     },
 
     /**

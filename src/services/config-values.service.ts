@@ -156,7 +156,8 @@ export function createConfigValuesService(deps: { db: Db; repo: ConfigValuesRepo
     async devices(product: ProductRecord, devices: FleetDevice[], instead: { fleet?: Values; device?: { id: string; values: Values } } = {}) {
       const schema = await schemaOf(product);
       const fleet = inSchema(schema, instead.fleet ?? await deps.repo.fleet(product.id));
-      const owns = await deps.repo.devicesValues(product.id);
+      // A few devices (a batch of connects, a dry run) read their own values; a fleet reads all at once.
+      const owns = await deps.repo.devicesValues(product.id, devices.length <= 1000 ? devices.map((d) => d.id) : undefined);
       if (instead.device) owns.set(instead.device.id, instead.device.values);
       // A fleet write returns regular devices to the fleet (SPEC.md §3.2).
       const ownWins = (d: FleetDevice) => d.development || (d.ownWins && !instead.fleet);

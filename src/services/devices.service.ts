@@ -12,6 +12,7 @@ import type { AccessTokenRecord } from '../repositories/tokens.repository.js';
 import type { AuditService } from './audit.service.js';
 import { accountOf } from './audit-account.js';
 import { pageMeta } from '../domain/paging.js';
+import { createBatcher, windowFor } from '../storage/batcher.js';
 
 /** A device as the API shows it (reference §6): real values where the cloud knows them, null where not. */
 export interface DeviceView {
@@ -87,6 +88,12 @@ export function createDeviceService(deps: {
   clock: Clock;
 }) {
   const { repo, secrets, clock, audit } = deps;
+  // Connects that arrive together are looked up together (a reconnect storm), past the record
+  // cache: a storm must not fill memory with every device.
+  const connecting = createBatcher<string, DeviceRecord | undefined>(async (ids) => {
+    const found = new Map((await repo.findByIds([...new Set(ids)], deps.db)).map((d) => [d.id, d]));
+    return ids.map((id) => found.get(id));
+  }, { maxBatch: 1000, inFlight: 1, waitMs: windowFor(deps.db.kind) });
 
   function ownerOf(auth: AccessTokenRecord): DeviceOwner | null {
     const s = auth.subject;
@@ -198,8 +205,7 @@ export function createDeviceService(deps: {
      * random, so a fast hash is enough; an unknown id costs the same digest.
      */
     async authenticate(id: string, secret: string): Promise<DeviceRecord | null> {
-      // Read past the record cache: a connect storm must not fill memory with every device.
-      const d = isDeviceId(id) ? await repo.findById(id, deps.db) : undefined;
+      const d = isDeviceId(id) ? await connecting.add(id.toLowerCase()) : undefined;
       const digest = secrets.sha256(secret);
       const same = secrets.sameDigest(digest, d?.secretHash ?? '0'.repeat(64));
       return d && same && secret.length > 0 ? d : null;

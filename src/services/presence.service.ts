@@ -10,9 +10,10 @@ import { createBatcher } from '../storage/batcher.js';
  * connect and disconnect in order. Failures are logged: presence is advisory, the gateway's
  * connection table is the truth for calls.
  */
-export function createPresenceService(deps: { repo: PresenceRepository; clock: Clock; log: () => Log; changed?: (id: string) => void }) {
+export function createPresenceService(deps: { repo: PresenceRepository; clock: Clock; log: () => Log; changed?: (id: string) => void; batchWindowMs?: number }) {
   const changed = deps.changed ?? (() => undefined);
-  const batcher = createBatcher<PresenceChange>((changes) => deps.repo.apply(changes), { maxBatch: 2000, inFlight: 1 });
+  const batcher = createBatcher<PresenceChange>((changes) => deps.repo.apply(changes), { maxBatch: 2000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
+  const hellos = createBatcher<{ id: string; hello: Hello; at: Date }>((list) => deps.repo.describeMany(list), { maxBatch: 1000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
   const outstanding = new Set<Promise<void>>();
   /** The latest `hello` write per device, so that what depends on it (configuration) can wait. */
   const describing = new Map<string, Promise<void>>();
@@ -34,7 +35,7 @@ export function createPresenceService(deps: { repo: PresenceRepository; clock: C
       track(batcher.add({ id, online: null, at: deps.clock.now() }).finally(() => changed(id)), 'last_heard');
     },
     describe(id: string, hello: Hello): void {
-      const done = track(deps.repo.describe(id, hello, deps.clock.now()).finally(() => changed(id)), 'hello');
+      const done = track(hellos.add({ id, hello, at: deps.clock.now() }).finally(() => changed(id)), 'hello');
       describing.set(id, done);
       void done.finally(() => { if (describing.get(id) === done) describing.delete(id); });
     },

@@ -5,17 +5,36 @@
  * a few multi-row ones (the embedded store does about 2,000 single statements a second,
  * DESIGN.md), while a lone caller waits for no timer.
  *
+ * Reads batch the same way: a flush may answer one result per item, in the items' order, and
+ * each caller gets its own (a connect storm's thousands of `WHERE id = $1` become a few
+ * `WHERE id = ANY($1)`).
+ *
  * The first flush waits for `setImmediate`: the embedded store runs its queries on the main
  * thread, so without that pause each request would flush alone before the next one is parsed.
- * `inFlight` flushes may run at once: 1 for the embedded store (one connection), more for
- * PostgreSQL, whose pool would otherwise sit idle while one flush waits on the network.
+ * `waitMs` makes it wait longer, for work that arrives spread out: devices connecting one after
+ * another each reach a batcher alone, and on the embedded store, whose statements run
+ * synchronously and cost about the same for one row as for a thousand, that means a statement
+ * per device (see `windowFor`). `inFlight` flushes may run at once: 1 for the embedded store
+ * (one connection), more for PostgreSQL, whose pool would otherwise sit idle while one flush
+ * waits on the network.
  */
-export function createBatcher<T>(flush: (items: T[]) => Promise<void>, options: { maxBatch?: number; inFlight?: number } = {}) {
+export function createBatcher<T, R = void>(flush: (items: T[]) => Promise<R[] | void>, options: { maxBatch?: number; inFlight?: number; waitMs?: number } = {}) {
   const maxBatch = options.maxBatch ?? 500;
   const inFlight = Math.max(1, options.inFlight ?? 1);
-  let queue: Array<{ item: T; resolve: () => void; reject: (err: unknown) => void }> = [];
+  const waitMs = options.waitMs ?? 0;
+  const later = (run: () => void) => (waitMs > 0 ? setTimeout(run, waitMs) : setImmediate(run));
+  let queue: Array<{ item: T; resolve: (result: R) => void; reject: (err: unknown) => void }> = [];
   let active = 0;
   let scheduled = false;
+
+  function schedule(): void {
+    if (scheduled || active >= inFlight || queue.length === 0) return;
+    scheduled = true;
+    later(() => {
+      scheduled = false;
+      pump();
+    });
+  }
 
   function pump(): void {
     while (active < inFlight && queue.length > 0) {
@@ -23,26 +42,22 @@ export function createBatcher<T>(flush: (items: T[]) => Promise<void>, options: 
       queue = queue.slice(batch.length);
       active += 1;
       flush(batch.map((b) => b.item)).then(
-        () => { for (const b of batch) b.resolve(); },
+        (results) => { batch.forEach((b, i) => b.resolve((results ? results[i] : undefined) as R)); },
         (err) => { for (const b of batch) b.reject(err); },
       ).finally(() => {
         active -= 1;
-        pump();
+        // With a window, what came in during the flush gathers more before it goes, unless it is a full batch already.
+        if (waitMs > 0 && queue.length < maxBatch) schedule();
+        else pump();
       });
     }
   }
 
   return {
-    add(item: T): Promise<void> {
-      return new Promise<void>((resolve, reject) => {
+    add(item: T): Promise<R> {
+      return new Promise<R>((resolve, reject) => {
         queue.push({ item, resolve, reject });
-        if (!scheduled && active < inFlight) {
-          scheduled = true;
-          setImmediate(() => {
-            scheduled = false;
-            pump();
-          });
-        }
+        schedule();
       });
     },
   };
@@ -50,3 +65,11 @@ export function createBatcher<T>(flush: (items: T[]) => Promise<void>, options: 
 
 /** How many flushes a store takes at once. */
 export const flushesFor = (kind: 'postgres' | 'embedded'): number => (kind === 'postgres' ? 4 : 1);
+
+/**
+ * How long the batchers of the device gateway (connects, presence, configuration) gather work
+ * before their first flush: a few ms on the embedded store, where a connect storm otherwise
+ * runs one statement per device and stage; none on PostgreSQL, where statements wait on the
+ * network and the batches form while they do.
+ */
+export const windowFor = (kind: 'postgres' | 'embedded'): number => (kind === 'embedded' ? 5 : 3);
