@@ -22,10 +22,21 @@ export interface DeviceChanges {
 
 export function cacheDevices(repo: DevicesRepository, clock: Clock, ttlMs = 30_000, changes: DeviceChanges = {}): DevicesRepository & { forget(id: string): void } {
   const cache = new TtlCache<DeviceRecord>(clock, ttlMs);
-  const forget = (id: string) => cache.delete(id.toLowerCase());
+  // Reads in flight, by id: a change reported while one runs (`forget`) marks it, and what it
+  // read is then not kept, since it may be the row from before the change.
+  const reading = new Map<string, Set<{ stale: boolean }>>();
+  const forget = (id: string) => {
+    const key = id.toLowerCase();
+    cache.delete(key);
+    for (const r of reading.get(key) ?? []) r.stale = true;
+  };
+  const forgetAll = () => {
+    cache.clear();
+    for (const set of reading.values()) for (const r of set) r.stale = true;
+  };
   /** Drops the entries before the write and again after it, so a read racing the write cannot keep the old row. */
   async function around<T>(ids: string[] | 'all', write: () => Promise<T>): Promise<T> {
-    const drop = () => (ids === 'all' ? cache.clear() : ids.forEach(forget));
+    const drop = () => (ids === 'all' ? forgetAll() : ids.forEach(forget));
     drop();
     try {
       return await write();
@@ -41,8 +52,17 @@ export function cacheDevices(repo: DevicesRepository, clock: Clock, ttlMs = 30_0
       const key = id.toLowerCase();
       const hit = cache.get(key);
       if (hit) return hit;
-      const found = await repo.findById(key);
-      if (found) cache.set(key, found);
+      const mark = { stale: false };
+      const marks = reading.get(key) ?? new Set();
+      reading.set(key, marks.add(mark));
+      let found: DeviceRecord | undefined;
+      try {
+        found = await repo.findById(key);
+      } finally {
+        marks.delete(mark);
+        if (marks.size === 0) reading.delete(key);
+      }
+      if (found && !mark.stale) cache.set(key, found);
       return found;
     },
     insertMany: (devices, q) => around(devices.map((d) => d.id), () => repo.insertMany(devices, q)),
