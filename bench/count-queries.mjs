@@ -6,6 +6,7 @@
 // waiting for PGlite's one connection, on PostgreSQL the network and the server.
 // Both drivers are patched at their lowest shared entry: PGlite's query() and the queries of its
 // transactions, and pg's Client.prototype.query (a pool's query goes through it).
+import { BroadcastChannel, isMainThread } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 
@@ -53,6 +54,26 @@ pg.Client.prototype.query = function (q, values, callback) {
   if (result && typeof result.then === 'function') result.then((r) => count(textOf(q), rowsOf(r)), () => count(textOf(q), 0));
   return result;
 };
+
+// The embedded store runs PGlite in a worker thread, which inherits this preload: it sends its
+// counts to the main thread, where take() is read, every 100 ms.
+const channel = new BroadcastChannel('skyport-bench-queries');
+if (isMainThread) {
+  channel.onmessage = (event) => {
+    for (const [sql, c] of event.data) {
+      const mine = counts.get(sql) ?? { calls: 0, rows: 0, ms: 0 };
+      counts.set(sql, { calls: mine.calls + c.calls, rows: mine.rows + c.rows, ms: mine.ms + c.ms });
+    }
+  };
+  channel.unref();
+} else {
+  setInterval(() => {
+    if (counts.size === 0) return;
+    channel.postMessage([...counts]);
+    counts = new Map();
+  }, 100).unref();
+  channel.unref();
+}
 
 globalThis.__benchQueries = {
   /** The counts since the last take, most called first, as JSON. */

@@ -66,7 +66,7 @@ test('a device takes its configuration at connect, fleet changes at once, and re
 test('devices connecting together are each answered for what they hold; what one holds unrecorded is recorded, not sent again', async () => {
   const { token } = await signUp(server.url);
   const product = await newProduct(server.url, token);
-  const [holdsAll, holdsNothing, holdsAllButRgb] = await Promise.all([1, 2, 3].map(() => provision(server.url, token, product.id)));
+  const [holdsAll, holdsNothing, holdsAllButRgb] = await Promise.all([provision(server.url, token, product.id), provision(server.url, token, product.id), provision(server.url, token, product.id)]);
   const status = async (who: Identity) => (await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json as Json;
   // What each module's hash will be, from the device read (delivery.desired_hash), before any device connected.
   const desired = Object.fromEntries(Object.entries((await status(holdsAll)).delivery as Record<string, { desired_hash: string }>).map(([m, d]) => [m, d.desired_hash]));

@@ -1,33 +1,97 @@
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
+import { Worker } from 'node:worker_threads';
 import type { Db, Queryable } from './db.js';
+import type { EmbeddedReply, EmbeddedRequest, EmbeddedWarning } from './embedded-protocol.js';
+
+type Request = EmbeddedRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never;
 
 /**
  * The embedded store: PostgreSQL compiled to WebAssembly (PGlite), one connection, data under
  * `dataDir` (or in memory when `dataDir` is undefined, for tests). See docs/architecture.md for
  * why this and not SQLite: it runs the very same SQL and migrations as production.
+ *
+ * PGlite runs in a worker thread of its own (embedded-worker.ts): its statements run
+ * synchronously, so on the main thread every statement stopped the HTTP server and the device
+ * gateway, and the store could use only the core they share. Rows and parameters cross
+ * between the threads by structured clone (dates, JSON values and bytes survive it).
  */
-export async function openEmbedded(dataDir: string | undefined): Promise<Db> {
+export async function openEmbedded(dataDir: string | undefined, options: { maintenanceMs?: number } = {}): Promise<Db> {
   if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
-  const pg = new PGlite(dataDir === undefined ? undefined : `${dataDir}/pg`);
-  await pg.waitReady;
+  // Run from source (tests, benchmarks, `npm run dev`), this module is TypeScript and so is the
+  // worker beside it, which then needs tsx's loader too.
+  const fromSource = import.meta.url.endsWith('.ts');
+  const file = new URL(fromSource ? './embedded-worker.ts' : './embedded-worker.js', import.meta.url);
+  const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs };
+  const worker = fromSource
+    ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData })
+    : new Worker(file, { workerData });
+  const pending = new Map<number, { resolve(value: unknown): void; reject(err: unknown): void }>();
+  let nextId = 1;
+  let gone: Error | null = null;
 
-  const query = async <Row>(sql: string, params?: readonly unknown[]) =>
-    (await pg.query<Row>(sql, params as unknown[] | undefined)).rows;
+  // The thread keeps the process alive only while a request waits on it, as a socket would.
+  worker.unref();
+  const settle = (id: number) => {
+    pending.delete(id);
+    if (pending.size === 0) worker.unref();
+  };
+  worker.on('message', (reply: EmbeddedReply | EmbeddedWarning) => {
+    if ('warning' in reply) return process.emitWarning(reply.warning);
+    const waiting = pending.get(reply.id);
+    if (!waiting) return;
+    settle(reply.id);
+    if (reply.ok) waiting.resolve(reply.value);
+    else waiting.reject(Object.assign(new Error(reply.error.message), reply.error));
+  });
+  const fail = (err: Error) => {
+    gone ??= err;
+    for (const [id, waiting] of pending) {
+      settle(id);
+      waiting.reject(err);
+    }
+  };
+  worker.on('error', (err) => fail(new Error(`the embedded store stopped: ${err.message}`)));
+  worker.on('exit', (code) => fail(new Error(`the embedded store stopped (thread exit ${code})`)));
+
+  function call<T>(request: Request): Promise<T> {
+    if (gone) return Promise.reject(gone);
+    const id = nextId++;
+    return new Promise<T>((resolve, reject) => {
+      if (pending.size === 0) worker.ref();
+      pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      worker.postMessage({ ...request, id });
+    });
+  }
+
+  const on = (tx?: number): Queryable => ({
+    query: <Row>(sql: string, params?: readonly unknown[]) => call<Row[]>({ op: 'query', sql, params, tx }),
+    exec: async (sql: string) => { await call({ op: 'exec', sql, tx }); },
+  });
+
+  // Fails here, not at the first request, when the data directory cannot be opened.
+  await call({ op: 'query', sql: 'SELECT 1' });
 
   return {
     kind: 'embedded',
-    query,
-    exec: async (sql) => { await pg.exec(sql); },
-    // PGlite has a single connection; its transaction() holds it exclusively until done.
-    transaction: (work) =>
-      pg.transaction((t) => {
-        const tx: Queryable = {
-          query: async <Row>(sql: string, params?: readonly unknown[]) => (await t.query<Row>(sql, params as unknown[] | undefined)).rows,
-          exec: async (sql: string) => { await t.exec(sql); },
-        };
-        return work(tx);
-      }),
-    close: () => pg.close(),
+    ...on(),
+    // PGlite has a single connection; a transaction holds it exclusively until it ends.
+    async transaction(work) {
+      const tx = await call<number>({ op: 'begin' });
+      let result;
+      try {
+        result = await work(on(tx));
+      } catch (err) {
+        await call({ op: 'end', tx, commit: false }).catch(() => undefined);
+        throw err;
+      }
+      await call({ op: 'end', tx, commit: true });
+      return result;
+    },
+    async close() {
+      if (gone) return;
+      await call({ op: 'close' });
+      gone = new Error('the embedded store is closed');
+      await worker.terminate();
+    },
   };
 }

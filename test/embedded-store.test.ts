@@ -1,0 +1,66 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openEmbedded } from '../src/storage/embedded.js';
+
+/** The embedded store runs PGlite in a thread of its own: what crosses between the threads, and what it does alone. */
+
+test('rows, parameters and errors cross the thread; a transaction commits, or rolls back when its work throws', async () => {
+  const db = await openEmbedded(undefined);
+  try {
+    await db.exec('CREATE TABLE t (id integer PRIMARY KEY, at timestamptz, doc jsonb, raw bytea)');
+    const at = new Date('2026-01-02T03:04:05.678Z');
+    await db.query('INSERT INTO t VALUES ($1, $2, $3, $4)', [1, at, JSON.stringify({ a: [1, 'x'] }), new Uint8Array([0, 255])]);
+    const [row] = await db.query<{ id: number; at: Date; doc: unknown; raw: Uint8Array }>('SELECT * FROM t');
+    assert.equal(row?.id, 1);
+    assert.ok(row?.at instanceof Date);
+    assert.equal(row.at.toISOString(), at.toISOString());
+    assert.deepEqual(row.doc, { a: [1, 'x'] });
+    assert.deepEqual([...row.raw], [0, 255]);
+
+    // A unique violation keeps its SQLSTATE, which repositories look at.
+    await assert.rejects(db.query('INSERT INTO t (id) VALUES (1)'), (err: Error & { code?: string }) => err.code === '23505' && /duplicate key/.test(err.message));
+
+    assert.equal(await db.transaction(async (tx) => {
+      await tx.query('INSERT INTO t (id) VALUES (2)');
+      return 'done';
+    }), 'done');
+    await assert.rejects(db.transaction(async (tx) => {
+      await tx.query('INSERT INTO t (id) VALUES (3)');
+      throw new Error('changed my mind');
+    }), /changed my mind/);
+    // A statement outside the transaction waits for it to end, and sees only what it committed.
+    let inside = false;
+    const during = db.transaction(async (tx) => {
+      await tx.query('INSERT INTO t (id) VALUES (4)');
+      inside = true;
+      await new Promise((r) => setTimeout(r, 50));
+      await tx.query('INSERT INTO t (id) VALUES (5)');
+    });
+    while (!inside) await new Promise((r) => setImmediate(r));
+    const seen = await db.query<{ id: number }>('SELECT id FROM t ORDER BY id');
+    await during;
+    assert.deepEqual(seen.map((r) => r.id), [1, 2, 4, 5]);
+  } finally {
+    await db.close();
+  }
+  await assert.rejects(db.query('SELECT 1'), /closed/);
+});
+
+test('the store vacuums and analyses its tables by itself, as autovacuum would', async () => {
+  const db = await openEmbedded(undefined, { maintenanceMs: 100 });
+  try {
+    await db.exec('CREATE TABLE v (id integer PRIMARY KEY, n integer)');
+    await db.query('INSERT INTO v SELECT g, 0 FROM generate_series(1, 2000) g');
+    await db.query('UPDATE v SET n = 1');
+    const stats = () => db.query<{ analysed: boolean; vacuumed: boolean }>("SELECT last_analyze IS NOT NULL AS analysed, last_vacuum IS NOT NULL AS vacuumed FROM pg_stat_user_tables WHERE relname = 'v'");
+    const deadline = Date.now() + 5000;
+    let s = (await stats())[0];
+    while (!(s?.analysed && s.vacuumed) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      s = (await stats())[0];
+    }
+    assert.deepEqual(s, { analysed: true, vacuumed: true });
+  } finally {
+    await db.close();
+  }
+});
