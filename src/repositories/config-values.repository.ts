@@ -5,9 +5,9 @@ type Json = Record<string, unknown>;
 /** What the configuration of a fleet device depends on, besides the values. */
 export interface FleetDevice { id: string; development: boolean; ownWins: boolean; firmwareVersion: number | null; online: boolean }
 
-type FleetRow = { id: string; product_id: number | string | null; development: boolean; config_own_wins: boolean; firmware_version: number | null; online: boolean };
-const FLEET_COLUMNS = 'id, product_id, development, config_own_wins, firmware_version, online';
-const fleetDevice = (r: FleetRow): FleetDevice & { productId: number | null } => ({
+export type FleetRow = { id: string; product_id: number | string | null; development: boolean; config_own_wins: boolean; firmware_version: number | null; online: boolean };
+export const FLEET_COLUMNS = 'id, product_id, development, config_own_wins, firmware_version, online';
+export const fleetDevice = (r: FleetRow): FleetDevice & { productId: number | null } => ({
   id: r.id, productId: r.product_id === null ? null : Number(r.product_id), development: r.development, ownWins: r.config_own_wins,
   firmwareVersion: r.firmware_version, online: r.online,
 });
@@ -63,12 +63,6 @@ export function createConfigValuesRepository(db: Queryable) {
     /** A product's devices (only the connected ones, to take a fleet change at once). */
     async fleetDevices(productId: number, options: { onlineOnly: boolean }, q: Queryable = db): Promise<FleetDevice[]> {
       const rows = await q.query<FleetRow>(`SELECT ${FLEET_COLUMNS} FROM devices WHERE product_id = $1${options.onlineOnly ? ' AND online' : ''}`, [productId]);
-      return rows.map(fleetDevice);
-    },
-    /** The same for devices named by id, whatever their product (devices connecting together). */
-    async configDevices(ids: string[], q: Queryable = db): Promise<Array<FleetDevice & { productId: number | null }>> {
-      if (ids.length === 0) return [];
-      const rows = await q.query<FleetRow>(`SELECT ${FLEET_COLUMNS} FROM devices WHERE id = ANY($1::text[])`, [ids]);
       return rows.map(fleetDevice);
     },
     /** The own values of every device of a product that has some (or of the devices named), in one read. */

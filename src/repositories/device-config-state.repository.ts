@@ -1,4 +1,5 @@
 import type { Queryable } from '../storage/db.js';
+import { FLEET_COLUMNS, fleetDevice, type FleetDevice, type FleetRow } from './config-values.repository.js';
 
 export interface HeldModule { module: string; hash: string | null; value: Record<string, unknown> | null; status: 'in_sync' | 'rejected'; code: number | null; refusedHash: string | null; updatedAt: Date }
 
@@ -42,14 +43,17 @@ export function createDeviceConfigStateRepository(db: Queryable) {
         'SELECT s.device_id, s.module, s.hash, s.status, s.refused_hash FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1', [productId]));
     },
     /**
-     * The hash of each module the devices named are recorded to hold (in sync), one row per
-     * device: devices connecting together, where one row per module would be most of the read.
+     * Devices connecting together, in one read: what their configuration depends on (as for a
+     * fleet device) and the hash of each module they are recorded to hold in sync, as one JSON
+     * object per device, since one row per module would be most of the read.
      */
-    async inSyncOf(ids: string[]): Promise<Map<string, Record<string, string>>> {
-      if (ids.length === 0) return new Map();
-      const rows = await db.query<{ device_id: string; held: Record<string, string> }>(
-        "SELECT device_id, json_object_agg(module, hash) AS held FROM device_config_state WHERE device_id = ANY($1::text[]) AND status = 'in_sync' GROUP BY device_id", [ids]);
-      return new Map(rows.map((r) => [r.device_id, r.held]));
+    async connecting(ids: string[]): Promise<Array<FleetDevice & { productId: number | null; held: Record<string, string> }>> {
+      if (ids.length === 0) return [];
+      const rows = await db.query<FleetRow & { held: Record<string, string> | null }>(
+        `SELECT ${FLEET_COLUMNS.split(', ').map((c) => `d.${c}`).join(', ')},
+           (SELECT json_object_agg(s.module, s.hash) FROM device_config_state s WHERE s.device_id = d.id AND s.status = 'in_sync') AS held
+         FROM devices d WHERE d.id = ANY($1::text[])`, [ids]);
+      return rows.map((r) => ({ ...fleetDevice(r), held: r.held ?? {} }));
     },
     /**
      * Records many outcomes in one statement (acknowledgements of a fan-out arrive together).

@@ -141,7 +141,8 @@ export function createConfigDeliveryService(deps: {
     const reported = new Map(batch.map((h) => [h.deviceId, h.hashes]));
     const ids = [...reported.keys()];
     const since = new Map(ids.map((id) => [id, gen(id)]));
-    const [devices, recorded] = await Promise.all([deps.valuesRepo.configDevices(ids), deps.state.inSyncOf(ids)]);
+    const devices = await deps.state.connecting(ids);
+    const recorded = new Map(devices.map((d) => [d.id, d.held]));
     const byProduct = new Map<number, FleetDevice[]>();
     for (const d of devices) if (d.productId !== null) byProduct.set(d.productId, [...(byProduct.get(d.productId) ?? []), d]);
     const started = new Map<string, Promise<unknown>>();
