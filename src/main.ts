@@ -121,7 +121,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
   const products = createProductService({ db, repo: productsRepo, customers: customersRepo, users, audit, secrets, clock, accessCacheMs: settings.tokenCacheSeconds * 1000 });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
-  const devices = createDeviceService({ db, repo: devicesRepo, products: productsRepo, customers: customersRepo, users, audit, secrets, clock });
+  const devices = createDeviceService({ db, repo: devicesRepo, products: productsRepo, customers: customersRepo, users, audit, secrets, clock, isMember: products.isMemberCached });
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });
   const oauth = createOAuthService({ tokens, accounts, mfa, customers: customers.directory, audit, clock, settings });
   const deviceCalls = createDeviceCallService({ bus, callTimeoutSeconds: settings.deviceCallTimeoutSeconds });

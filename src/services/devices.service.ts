@@ -86,8 +86,11 @@ export function createDeviceService(deps: {
   audit: AuditService;
   secrets: Secrets;
   clock: Clock;
+  /** Team membership for the ownership check of every device route (remembered; products.service). */
+  isMember?: (productId: number, userId: string) => Promise<boolean>;
 }) {
   const { repo, secrets, clock, audit } = deps;
+  const isMember = deps.isMember ?? ((productId: number, userId: string) => deps.products.isMember(productId, userId));
   // Connects that arrive together are looked up together (a reconnect storm), past the record
   // cache: a storm must not fill memory with every device.
   const connecting = createBatcher<string, DeviceRecord | undefined>(async (ids) => {
@@ -107,7 +110,7 @@ export function createDeviceService(deps: {
     if (s.kind === 'customer') return d.owner?.kind === 'customer' && d.owner.id === s.customerId;
     if (s.kind === 'product') return d.productId !== null && String(d.productId) === s.productId;
     if (d.owner?.kind === 'user' && d.owner.id === s.userId) return true;
-    return d.productId !== null && (await deps.products.isMember(d.productId, s.userId));
+    return d.productId !== null && (await isMember(d.productId, s.userId));
   }
 
   /** A device by id (or, for owners, by name) that the token reaches; permission_denied otherwise. */

@@ -52,8 +52,17 @@ export function createProductService(deps: {
   accessCacheMs?: number;
 }) {
   const { repo, clock, audit } = deps;
-  // Answers of `access` for the device routes, dropped whole on any product or team change.
+  // Answers of `access` and of team membership for the device routes, dropped whole on any
+  // product or team change. `changes` counts those drops: an answer read while one happened is
+  // not kept, since it may be from before the change (a removed member keeping access).
   const accessCache = new TtlCache<ProductRecord>(clock, deps.accessCacheMs ?? 30_000);
+  const memberCache = new TtlCache<boolean>(clock, deps.accessCacheMs ?? 30_000);
+  let changes = 0;
+  function forgetAccess(): void {
+    changes += 1;
+    accessCache.clear();
+    memberCache.clear();
+  }
   const creatorName = async (userId: string) => (await deps.users.findById(userId))?.username ?? null;
 
   async function view(p: ProductRecord): Promise<ProductView> {
@@ -105,9 +114,20 @@ export function createProductService(deps: {
       const key = `${subjectKey(auth)}|${idOrSlug}`;
       const hit = accessCache.get(key);
       if (hit) return hit;
+      const before = changes;
       const product = await access(auth, idOrSlug);
-      accessCache.set(key, product);
+      if (before === changes) accessCache.set(key, product);
       return product;
+    },
+    /** Whether a user is on a product's team, remembered as `accessCached` is (every device call of a member). */
+    async isMemberCached(productId: number, userId: string): Promise<boolean> {
+      const key = `${productId}|${userId}`;
+      const hit = memberCache.get(key);
+      if (hit !== undefined) return hit;
+      const before = changes;
+      const member = await repo.isMember(productId, userId);
+      if (before === changes) memberCache.set(key, member);
+      return member;
     },
     lookup,
     view,
@@ -145,9 +165,9 @@ export function createProductService(deps: {
       if (body.name !== undefined) change.name = validateProductName(body.name);
       if (body.description !== undefined) change.description = validateDescription(body.description);
       if (Object.keys(change).length === 0) throw new DomainError('invalid_request', 'Nothing to change: send name or description');
-      accessCache.clear();
+      forgetAccess();
       const updated = await repo.update(product.id, change, clock.now());
-      accessCache.clear();
+      forgetAccess();
       if (!updated) throw denied();
       return view(updated);
     },
@@ -163,9 +183,9 @@ export function createProductService(deps: {
         throw new DomainError('conflict', `The product has ${customers} customer(s); to delete it anyway, repeat its slug: confirm=${product.slug}`);
       }
       await dropTokensAndClients(String(product.id));
-      accessCache.clear();
+      forgetAccess();
       await repo.delete(product.id);
-      accessCache.clear();
+      forgetAccess();
       const account = accountOf(actor.subject);
       await audit.record({ account, type: 'product.deleted', ip, details: { product_id: product.id, slug: product.slug } });
     },
@@ -179,9 +199,9 @@ export function createProductService(deps: {
       const username = validateEmail(usernameRaw);
       const user = await deps.users.findByUsername(username);
       if (!user) throw new DomainError('not_found', `No account with the username ${username}; it must sign up first`);
-      accessCache.clear();
+      forgetAccess();
       if (!(await repo.addMember(product.id, user.id, 'administrator', clock.now()))) throw new DomainError('conflict', `${user.username} is already a member of this team`);
-      accessCache.clear();
+      forgetAccess();
       const account = accountOf(actor.subject);
       await audit.record({ account, type: 'team.member_added', ip, details: { product_id: product.id, username: user.username } });
       return { username: user.username, role: 'administrator' };
@@ -192,9 +212,9 @@ export function createProductService(deps: {
       const members = await repo.members(product.id);
       if (!user || !members.some((m) => m.userId === user.id)) throw new DomainError('not_found', `${username.slice(0, 254)} is not a member of this team`);
       if (members.length === 1) throw new DomainError('conflict', 'The last member of a team cannot be removed; delete the product instead');
-      accessCache.clear();
+      forgetAccess();
       await repo.removeMember(product.id, user.id);
-      accessCache.clear();
+      forgetAccess();
       const account = accountOf(actor.subject);
       await audit.record({ account, type: 'team.member_removed', ip, details: { product_id: product.id, username: user.username } });
     },
