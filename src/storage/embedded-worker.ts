@@ -12,9 +12,8 @@ const port = parentPort;
 if (!port) throw new Error('embedded-worker.ts runs as a worker thread of embedded.ts');
 
 const pg = new PGlite((workerData as { dataDir?: string }).dataDir);
-const open = new Map<number, { tx: Transaction; end(commit: boolean): void }>();
-/** Each open transaction's outcome: true once committed, false once rolled back. */
-const ends = new Map<number, Promise<boolean>>();
+/** Open transactions: `end` commits (true) or rolls back (false) and answers which it did. */
+const open = new Map<number, { tx: Transaction; end(commit: boolean): Promise<boolean> }>();
 let nextTx = 1;
 
 /** Errors cross threads as plain fields: the SQLSTATE `code` is what repositories look at. */
@@ -39,37 +38,25 @@ async function handle(req: EmbeddedRequest): Promise<unknown> {
     case 'exec': await on.exec(req.sql); return null;
     case 'begin': {
       const id = nextTx++;
-      let end: (commit: boolean) => void = () => undefined;
-      const finished = new Promise<boolean>((resolve) => { end = resolve; });
+      let finish: (commit: boolean) => void = () => undefined;
+      const finished = new Promise<boolean>((resolve) => { finish = resolve; });
       let holding: () => void = () => undefined;
       const started = new Promise<void>((resolve) => { holding = resolve; });
-      const outcome = pg.transaction(async (tx) => {
-        open.set(id, { tx, end });
+      const outcome: Promise<boolean> = pg.transaction(async (tx) => {
+        open.set(id, { tx, end: (commit) => { finish(commit); return outcome; } });
         holding();
         if (!(await finished)) throw new RollBack();
       }).then(() => true, (err: unknown) => {
         if (err instanceof RollBack) return false;
         throw err;
       }).finally(() => open.delete(id));
-      ends.set(id, outcome);
-      try {
-        await Promise.race([started, outcome]); // `outcome` settles first only if BEGIN failed
-      } catch (err) {
-        ends.delete(id);
-        throw err;
-      }
+      await Promise.race([started, outcome]); // `outcome` settles first only if BEGIN failed
       return id;
     }
     case 'end': {
       const t = open.get(req.tx);
-      const outcome = ends.get(req.tx);
-      if (!t || !outcome) throw new Error('the transaction has ended');
-      t.end(req.commit);
-      try {
-        return await outcome;
-      } finally {
-        ends.delete(req.tx);
-      }
+      if (!t) throw new Error('the transaction has ended');
+      return t.end(req.commit);
     }
     case 'close':
       closing = true;
