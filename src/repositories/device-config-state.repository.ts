@@ -50,7 +50,7 @@ export function createDeviceConfigStateRepository(db: Queryable) {
     async connecting(ids: string[]): Promise<Array<FleetDevice & { productId: number | null; held: Record<string, string> }>> {
       if (ids.length === 0) return [];
       const rows = await db.query<FleetRow & { held: Record<string, string> | null }>(
-        `SELECT ${FLEET_COLUMNS.split(', ').map((c) => `d.${c}`).join(', ')},
+        `SELECT ${FLEET_COLUMNS},
            (SELECT json_object_agg(s.module, s.hash) FROM device_config_state s WHERE s.device_id = d.id AND s.status = 'in_sync') AS held
          FROM devices d WHERE d.id = ANY($1::text[])`, [ids]);
       return rows.map((r) => ({ ...fleetDevice(r), held: r.held ?? {} }));

@@ -87,10 +87,9 @@ export function createDeviceService(deps: {
   secrets: Secrets;
   clock: Clock;
   /** Team membership for the ownership check of every device route (remembered; products.service). */
-  isMember?: (productId: number, userId: string) => Promise<boolean>;
+  isMember: (productId: number, userId: string) => Promise<boolean>;
 }) {
-  const { repo, secrets, clock, audit } = deps;
-  const isMember = deps.isMember ?? ((productId: number, userId: string) => deps.products.isMember(productId, userId));
+  const { repo, secrets, clock, audit, isMember } = deps;
   // Connects that arrive together are looked up together (a reconnect storm), past the record
   // cache: a storm must not fill memory with every device.
   const connecting = createBatcher<string, DeviceRecord | undefined>(async (ids) => {

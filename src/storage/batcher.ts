@@ -9,12 +9,10 @@
  * each caller gets its own (a connect storm's thousands of `WHERE id = $1` become a few
  * `WHERE id = ANY($1)`).
  *
- * The first flush waits for `setImmediate`: the embedded store runs its queries on the main
- * thread, so without that pause each request would flush alone before the next one is parsed.
- * `waitMs` makes it wait longer, for work that arrives spread out: devices connecting one after
- * another each reach a batcher alone, and on the embedded store, whose statements run
- * synchronously and cost about the same for one row as for a thousand, that means a statement
- * per device (see `windowFor`). `inFlight` flushes may run at once: 1 for the embedded store
+ * The first flush waits for `setImmediate`, so that everything added in the same turn goes
+ * with it. With `waitMs`, every flush waits that long unless a full batch is waiting, for work
+ * that arrives spread out: devices connecting one after another each reach a batcher alone,
+ * and each statement costs about the same for one row as for a thousand (see `windowFor`). `inFlight` flushes may run at once: 1 for the embedded store
  * (one connection), more for PostgreSQL, whose pool would otherwise sit idle while one flush
  * waits on the network.
  */
@@ -68,8 +66,8 @@ export const flushesFor = (kind: 'postgres' | 'embedded'): number => (kind === '
 
 /**
  * How long the batchers of the device gateway (connects, presence, configuration) gather work
- * before their first flush: a few ms on the embedded store, where a connect storm otherwise
- * runs one statement per device and stage; none on PostgreSQL, where statements wait on the
- * network and the batches form while they do.
+ * before each flush: without it a connect storm runs one statement per device and stage. Longer
+ * on the embedded store, whose statements all share one connection (docs/benchmarks.md,
+ * "Configuration fan-out").
  */
 export const windowFor = (kind: 'postgres' | 'embedded'): number => (kind === 'embedded' ? 5 : 3);
