@@ -2,7 +2,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { loadSettings } from '../src/config/settings.js';
-import { loggerOptions, redactUrl } from '../src/http/logging.js';
+import pino from 'pino';
+import { lazyChildLogger, loggerOptions, redactUrl } from '../src/http/logging.js';
 import { createSkyport, type Skyport } from '../src/main.js';
 import { createSecrets } from '../src/platform/secrets.js';
 import { migrate } from '../src/storage/migrate.js';
@@ -160,4 +161,42 @@ test('redactUrl', () => {
     ['/v1/clients/abc', '/v1/clients/abc'],
   ];
   for (const [input, expected] of cases) assert.equal(redactUrl(input), expected, input);
+});
+
+test("a caller's sane x-request-id is kept and logged; anything else gets a fresh id", async () => {
+  const kept = await raw(`${url}/healthz`, { headers: { 'x-request-id': 'upstream-req.42' } });
+  assert.equal(kept.headers.get('x-request-id'), 'upstream-req.42');
+  assert.ok(captured.includes('"reqId":"upstream-req.42"'), 'the caller id is on the log lines');
+  const ids = new Set<string>();
+  for (const bad of ['has space', 'x'.repeat(65), 'semi;colon', '']) {
+    const r = await raw(`${url}/healthz`, { headers: { 'x-request-id': bad } });
+    const id = r.headers.get('x-request-id') ?? '';
+    assert.match(id, /^[\w.-]{1,64}$/, `${JSON.stringify(bad)} is replaced by a sane id`);
+    assert.notEqual(id, bad);
+    ids.add(id);
+  }
+  // An unknown route (answered before any route hook) carries an id as well.
+  const missing = await raw(`${url}/v1/no-such-route`);
+  assert.equal(missing.status, 404);
+  ids.add(missing.headers.get('x-request-id') ?? '');
+  assert.equal(ids.size, 5, 'every generated id is different');
+});
+
+test('the per-request logger writes only what the level lets through, with the request id', () => {
+  let out = '';
+  const stream = new Writable({ write(chunk: Buffer, _e, done) { out += chunk.toString('utf8'); done(); } });
+  const parent = pino({ ...(loggerOptions({ logLevel: 'warn' }) as object), level: 'warn' }, stream);
+  const child = lazyChildLogger.call(undefined as never, parent, { reqId: 'r-1' }, {}, undefined as never);
+  child.info({ password: 'hunter2' }, 'not at warn');
+  child.debug('nor this');
+  assert.equal(out, '');
+  child.warn({ password: 'hunter2' }, 'slow reader');
+  child.error('failed');
+  const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  assert.deepEqual(lines.map((l) => [l.reqId, l.msg]), [['r-1', 'slow reader'], ['r-1', 'failed']]);
+  assert.equal(lines[0]?.password, '[redacted]');
+  assert.equal(child.level, 'warn');
+  const grand = child.child({ extra: 1 });
+  grand.error('deeper');
+  assert.match(out.trim().split('\n').at(-1) ?? '', /"reqId":"r-1".*"extra":1/);
 });

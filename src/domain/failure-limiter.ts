@@ -31,7 +31,7 @@ export class FailureLimiter {
 
   /** Throws rate_limit_exceeded when the key is locked out or the source is over its budget. */
   check(key: string, source: string): void {
-    const now = this.clock.now().getTime();
+    const now = this.clock.nowMs();
     const state = this.keys.get(key);
     if (state && state.lockedUntil > now) {
       throw tooMany('Too many failed attempts; this account is locked for a while', Math.ceil((state.lockedUntil - now) / 1000));
@@ -43,7 +43,7 @@ export class FailureLimiter {
   }
 
   fail(key: string, source: string): void {
-    const now = this.clock.now().getTime();
+    const now = this.clock.nowMs();
     const state = this.keys.get(key) ?? { failures: 0, lockedUntil: 0 };
     if (state.lockedUntil !== 0 && state.lockedUntil <= now) { state.failures = 0; state.lockedUntil = 0; }
     state.failures += 1;

@@ -41,11 +41,23 @@ export function frameworkError(err: FastifyError, req: FastifyRequest, reply: Fa
 }
 
 /**
- * Keeps a caller's `x-request-id` when it is sane (so logs can be joined across services),
- * replaces it otherwise, and echoes it on the answer.
+ * Request ids: a caller's `x-request-id` when it is sane (so that logs can be joined across
+ * services), otherwise this process's random prefix and a counter: unique, and cheaper than a
+ * UUID on every request. Fastify's genReqId option, so every request (framework errors too)
+ * gets one before any hook runs.
  */
+export function requestIdOf(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const given = req.headers['x-request-id'];
+  if (typeof given === 'string' && given.length > 0 && given.length <= 64 && SANE_ID.test(given)) return given;
+  return `${ID_PREFIX}-${(nextId++).toString(36)}`;
+}
+
+const SANE_ID = /^[\w.-]+$/;
+const ID_PREFIX = randomUUID().slice(0, 13).replace('-', '');
+let nextId = 0;
+
+/** Echoes the request id on the answer. */
 export function stampRequestId(req: FastifyRequest, reply: FastifyReply): void {
-  if (req.id.length > 64 || !/^[\w.-]+$/.test(req.id)) req.id = randomUUID();
   reply.header('x-request-id', req.id);
 }
 

@@ -1,4 +1,4 @@
-import type { FastifyServerOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
 import type { Settings } from '../config/settings.js';
 
 /**
@@ -41,7 +41,7 @@ export function loggerOptions(settings: Pick<Settings, 'logLevel'>): FastifyServ
   return {
     level: settings.logLevel,
     redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', '*.password', '*.client_secret', '*.access_token', '*.refresh_token', '*.secret'],
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'password', 'client_secret', 'access_token', 'refresh_token', 'secret', '*.password', '*.client_secret', '*.access_token', '*.refresh_token', '*.secret'],
       censor: '[redacted]',
     },
     serializers: {
@@ -50,4 +50,55 @@ export function loggerOptions(settings: Pick<Settings, 'logLevel'>): FastifyServ
       },
     },
   };
+}
+
+type LogMethod = (...args: unknown[]) => void;
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+/** pino's level numbers; an unknown (custom) level writes, so no line is lost. */
+const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
+
+/**
+ * Fastify gives every request a child logger bound to its request id. With redaction on, pino's
+ * child() costs about a microsecond (it serialises and redacts the bindings), while at `warn` most
+ * requests never write a line. This child is made on the first line that is written.
+ */
+export const lazyChildLogger: NonNullable<FastifyServerOptions['childLoggerFactory']> = function (logger, bindings, opts) {
+  // A route's own log level or serializers change the child itself: make it at once.
+  if (opts.level !== undefined || opts.serializers !== undefined) return logger.child(bindings, opts);
+  return new LazyChild(logger, bindings) as unknown as FastifyBaseLogger;
+};
+
+class LazyChild {
+  private made: FastifyBaseLogger | undefined;
+
+  constructor(private readonly parent: FastifyBaseLogger, private readonly bindings: Record<string, unknown>) {}
+
+  get level(): string {
+    return this.made?.level ?? this.parent.level;
+  }
+
+  set level(level: string) {
+    this.real().level = level;
+  }
+
+  fatal(...args: unknown[]): void { this.write('fatal', args); }
+  error(...args: unknown[]): void { this.write('error', args); }
+  warn(...args: unknown[]): void { this.write('warn', args); }
+  info(...args: unknown[]): void { this.write('info', args); }
+  debug(...args: unknown[]): void { this.write('debug', args); }
+  trace(...args: unknown[]): void { this.write('trace', args); }
+  silent(): void {}
+
+  child(bindings: Record<string, unknown>, options?: Record<string, unknown>): FastifyBaseLogger {
+    return this.real().child(bindings, options);
+  }
+
+  private write(level: Level, args: unknown[]): void {
+    if (!this.made && (LEVELS[level] ?? 0) < (LEVELS[this.parent.level] ?? 0)) return;
+    (this.real() as unknown as Record<Level, LogMethod>)[level](...args);
+  }
+
+  private real(): FastifyBaseLogger {
+    return (this.made ??= this.parent.child(this.bindings));
+  }
 }

@@ -10,7 +10,7 @@ export class TtlCache<V> {
     if (this.ttlMs <= 0) return undefined;
     const hit = this.map.get(key);
     if (!hit) return undefined;
-    if (hit.until <= this.clock.now().getTime()) {
+    if (hit.until <= this.clock.nowMs()) {
       this.map.delete(key);
       return undefined;
     }
@@ -23,7 +23,7 @@ export class TtlCache<V> {
       const oldest = this.map.keys().next().value;
       if (oldest !== undefined) this.map.delete(oldest);
     }
-    this.map.set(key, { value, until: this.clock.now().getTime() + this.ttlMs });
+    this.map.set(key, { value, until: this.clock.nowMs() + this.ttlMs });
   }
 
   delete(key: string): void {

@@ -50,7 +50,7 @@ export function createClaimService(deps: {
       if (typeof code !== 'string' || code.length === 0 || code.length > 200) throw new DomainError('claim_code_invalid', 'The claim code is not valid');
       const claimed = await deps.db.transaction(async (tx) => {
         const claim = await repo.consume(secrets.sha256(code), tx);
-        if (!claim || claim.expiresAt.getTime() <= clock.now().getTime()) throw new DomainError('claim_code_invalid', 'The claim code is unknown, used or expired');
+        if (!claim || claim.expiresAt.getTime() <= clock.nowMs()) throw new DomainError('claim_code_invalid', 'The claim code is unknown, used or expired');
         const [device] = await deps.devices.findManyForUpdate([deviceId.toLowerCase()], tx);
         if (!device) throw new DomainError('not_found', 'device not found');
         if (device.owner && (device.owner.kind !== claim.owner.kind || device.owner.id !== claim.owner.id)) {

@@ -55,7 +55,7 @@ export function createMfaService(deps: {
       throw new DomainError('invalid_request', 'You must provide otp and mfa token.');
     }
     const challenge = await repo.findChallenge(secrets.sha256(mfaToken), purpose);
-    if (!challenge || challenge.expiresAt.getTime() <= clock.now().getTime()) {
+    if (!challenge || challenge.expiresAt.getTime() <= clock.nowMs()) {
       throw new DomainError('invalid_grant', 'The mfa_token is invalid or has expired; log in again');
     }
     return challenge;
