@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import mqttPacket from 'mqtt-packet';
 import type { IConnectPacket, IPublishPacket, ISubscribePacket, IUnsubscribePacket, Packet } from 'mqtt-packet';
 import { DomainError, isDomainError } from '../domain/errors.js';
 import { isDeviceId } from '../domain/devices.js';
+import { randomText } from '../platform/secrets.js';
 import {
   BadPayload, cloudEventTopic, cloudTopic, mayDeviceSubscribe, parseClaim, parseConfigAck, parseConfigHello, parseDeviceEvent, parseDeviceTopic, parseHello, parseReply,
   publishLimit, topicMatches,
@@ -287,7 +287,7 @@ export class DeviceConnection {
     const topic = cloudTopic(device.id, command.kind === 'config' ? 'config/set' : command.kind);
     if (!this.subscribed(topic)) throw new DomainError('device_error', `The device is not subscribed to ${topic}, so it cannot take calls`);
 
-    const id = randomBytes(6).toString('base64url');
+    const id = randomText(6, 'base64url');
     const answer = new Promise<DeviceAnswer>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);

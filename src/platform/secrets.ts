@@ -1,4 +1,5 @@
-import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import * as crypto from 'node:crypto';
+import { createHash, randomBytes, randomFillSync, randomInt, timingSafeEqual } from 'node:crypto';
 import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
 
 /**
@@ -26,6 +27,36 @@ export interface Secrets {
   verifyPassword(hash: string | null, password: string): Promise<boolean>;
 }
 
+/**
+ * SHA-256 as hex. `crypto.hash` (Node 20.12+) hashes in one call, about three times faster than
+ * createHash().update().digest() for a token; it runs on every authenticated request.
+ */
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+export const sha256: (value: string) => string = oneShot
+  ? (value) => oneShot('sha256', value, 'hex')
+  : (value) => createHash('sha256').update(value, 'utf8').digest('hex');
+
+/**
+ * `bytes` random bytes from the CSPRNG, as hex or base64url text. One randomBytes() call costs about 3 µs
+ * whatever its size (OpenSSL's per-call overhead), as much as the rest of issuing a token, so
+ * bytes are drawn 4 KiB at a time, as Node does for randomUUID(). Bytes once handed out are
+ * zeroed in the pool, so a token does not linger in it.
+ */
+const pool = Buffer.alloc(4096);
+let drawn = pool.length;
+
+export function randomText(bytes: number, encoding: 'hex' | 'base64url' = 'hex'): string {
+  if (bytes > 256) return randomBytes(bytes).toString(encoding);
+  if (drawn + bytes > pool.length) {
+    randomFillSync(pool);
+    drawn = 0;
+  }
+  const text = pool.toString(encoding, drawn, drawn + bytes);
+  pool.fill(0, drawn, drawn + bytes);
+  drawn += bytes;
+  return text;
+}
+
 /** argon2id parameters: OWASP's second recommended set (19 MiB, 2 passes, 1 lane). */
 const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
 
@@ -34,13 +65,13 @@ export function createSecrets(options: { fastPasswordHashing?: boolean } = {}): 
   const params = options.fastPasswordHashing ? { memoryCost: 1024, timeCost: 1, parallelism: 1 } : ARGON2;
   let dummyHash: Promise<string> | undefined;
   return {
-    token: (bytes = 20) => randomBytes(bytes).toString('hex'),
+    token: (bytes = 20) => randomText(bytes),
     digits(n) {
       let out = '';
       for (let i = 0; i < n; i++) out += String(randomInt(10));
       return out;
     },
-    sha256: (value) => createHash('sha256').update(value, 'utf8').digest('hex'),
+    sha256,
     sameDigest(a, b) {
       const x = Buffer.from(a, 'hex');
       const y = Buffer.from(b, 'hex');

@@ -12,17 +12,42 @@ export interface AuditEvent {
 
 interface Row { id: number | string; account_kind: AuditEvent['accountKind']; account_id: string; type: string; ip: string | null; details: Record<string, unknown>; at: Date }
 
+/**
+ * The INSERT of a batch of events, its parameters numbered from `first`, so that a batch of
+ * another table can write its events in the same statement (tokens.repository.ts). Identical
+ * events (same account, type, address and details; a back-end minting tokens in a loop) become
+ * one row whose details carry a `count`.
+ */
+export function auditInsert(events: Array<Omit<AuditEvent, 'id'>>, first: number): { sql: string; params: unknown[] } {
+  const rows = coalesce(events);
+  const p = (i: number) => `$${first + i}`;
+  return {
+    sql: `INSERT INTO audit_events (account_kind, account_id, type, ip, details, at)
+          SELECT * FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::jsonb[], ${p(5)}::timestamptz[])`,
+    params: [rows.map((e) => e.accountKind), rows.map((e) => e.accountId), rows.map((e) => e.type), rows.map((e) => e.ip),
+      rows.map((e) => JSON.stringify(e.details)), rows.map((e) => e.at)],
+  };
+}
+
+/** Folds identical events (same account, type, address and details) into one with `count`. */
+export function coalesce(events: Array<Omit<AuditEvent, 'id'>>): Array<Omit<AuditEvent, 'id'>> {
+  const groups = new Map<string, { event: Omit<AuditEvent, 'id'>; count: number }>();
+  for (const e of events) {
+    const key = JSON.stringify([e.accountKind, e.accountId, e.type, e.ip, e.details]);
+    const g = groups.get(key);
+    if (g) g.count += 1;
+    else groups.set(key, { event: e, count: 1 });
+  }
+  return [...groups.values()].map((g) => (g.count === 1 ? g.event : { ...g.event, details: { ...g.event.details, count: g.count } }));
+}
+
 export function createAuditRepository(db: Queryable) {
   return {
     /** Inserts events in one statement (the audit service batches them). */
     async insertMany(events: Array<Omit<AuditEvent, 'id'>>, q: Queryable = db): Promise<void> {
       if (events.length === 0) return;
-      await q.query(
-        `INSERT INTO audit_events (account_kind, account_id, type, ip, details, at)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[])`,
-        [events.map((e) => e.accountKind), events.map((e) => e.accountId), events.map((e) => e.type), events.map((e) => e.ip),
-          events.map((e) => JSON.stringify(e.details)), events.map((e) => e.at)],
-      );
+      const insert = auditInsert(events, 1);
+      await q.query(insert.sql, insert.params);
     },
     /** Newest first. */
     async list(accountKind: AuditEvent['accountKind'], accountId: string, limit: number, offset: number): Promise<{ events: AuditEvent[]; total: number }> {

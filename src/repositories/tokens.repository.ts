@@ -1,6 +1,7 @@
 import type { Queryable, Db } from '../storage/db.js';
 import type { Scope } from '../domain/scopes.js';
 import { createBatcher, flushesFor } from '../storage/batcher.js';
+import { auditInsert, type AuditEvent } from './audit.repository.js';
 
 /** Whom a token acts for. Customer tokens also carry their product. */
 export type Subject =
@@ -70,33 +71,41 @@ function subjectWhere(s: Subject, first: number): { sql: string; params: string[
 }
 
 export function createTokensRepository(db: Db) {
-  interface Pending { access: AccessTokenRecord; refresh?: RefreshTokenRecord | undefined }
+  interface Pending { access: AccessTokenRecord; refresh?: RefreshTokenRecord | undefined; event?: Omit<AuditEvent, 'id'> | undefined }
 
   // Token issuance is the hot write path: inserts share one statement (storage/batcher.ts), a
-  // data-modifying WITH for the two tables so that it is atomic without a transaction's extra
-  // round trips, and one array per column (unnest), which the embedded store runs about a third
-  // faster than a VALUES list with a parameter per cell.
+  // data-modifying WITH for the token tables and the batch's audit events, so that it is atomic
+  // without a transaction's extra round trips and a token costs one flush; one array per column
+  // (unnest), which the embedded store runs about a third faster than a VALUES list with a
+  // parameter per cell.
   const batcher = createBatcher<Pending>(async (items) => {
     const access = items.map((i) => i.access);
     const subjects = access.map((a) => subjectColumns(a.subject));
     const refresh = items.flatMap((i) => (i.refresh ? [i.refresh] : []));
     const rs = refresh.map((r) => subjectColumns(r.subject));
-    await db.query(
-      `WITH access AS (
+    const events = items.flatMap((i) => (i.event ? [i.event] : []));
+    const params: unknown[] = [access.map((a) => a.tokenHash), ...[0, 1, 2, 3].map((c) => subjects.map((x) => x[c])), access.map((a) => a.clientId), access.map((a) => a.scope),
+      access.map((a) => a.createdAt), access.map((a) => a.expiresAt),
+      refresh.map((r) => r.tokenHash), refresh.map((r) => r.accessTokenHash), ...[0, 1, 2, 3].map((c) => rs.map((x) => x[c])), refresh.map((r) => r.clientId),
+      refresh.map((r) => r.scope), refresh.map((r) => r.accessExpiresIn), refresh.map((r) => r.createdAt), refresh.map((r) => r.expiresAt)];
+    const ctes = [`access AS (
          INSERT INTO access_tokens (token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, created_at, expires_at)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[]))
-       INSERT INTO refresh_tokens (token_hash, access_token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, access_expires_in, created_at, expires_at)
-       SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::int[], $19::timestamptz[], $20::timestamptz[])`,
-      [access.map((a) => a.tokenHash), ...[0, 1, 2, 3].map((c) => subjects.map((x) => x[c])), access.map((a) => a.clientId), access.map((a) => a.scope),
-        access.map((a) => a.createdAt), access.map((a) => a.expiresAt),
-        refresh.map((r) => r.tokenHash), refresh.map((r) => r.accessTokenHash), ...[0, 1, 2, 3].map((c) => rs.map((x) => x[c])), refresh.map((r) => r.clientId),
-        refresh.map((r) => r.scope), refresh.map((r) => r.accessExpiresIn), refresh.map((r) => r.createdAt), refresh.map((r) => r.expiresAt)],
-    );
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[]))`];
+    let last = `INSERT INTO refresh_tokens (token_hash, access_token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, access_expires_in, created_at, expires_at)
+       SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::int[], $19::timestamptz[], $20::timestamptz[])`;
+    if (events.length > 0) {
+      const audit = auditInsert(events, params.length + 1);
+      ctes.push(`refresh AS (${last})`);
+      last = audit.sql;
+      params.push(...audit.params);
+    }
+    await db.query(`WITH ${ctes.join(',\n')}\n${last}`, params);
   }, { inFlight: flushesFor(db.kind) });
 
   return {
-    insert(access: AccessTokenRecord, refresh?: RefreshTokenRecord): Promise<void> {
-      return batcher.add({ access, refresh });
+    /** Stores a token, its refresh token and its audit event, all or none. */
+    insert(access: AccessTokenRecord, refresh?: RefreshTokenRecord, event?: Omit<AuditEvent, 'id'>): Promise<void> {
+      return batcher.add({ access, refresh, event });
     },
     async findAccess(tokenHash: string): Promise<AccessTokenRecord | undefined> {
       const rows = await db.query<AccessRow>('SELECT * FROM access_tokens WHERE token_hash = $1', [tokenHash]);

@@ -26,36 +26,29 @@ export interface AuditInput {
   details?: Record<string, unknown>;
 }
 
-export function createAuditService(deps: { db: Db; repo: AuditRepository; clock: Clock }) {
-  // Events share a statement under load, like token inserts (storage/batcher.ts). Identical
-  // events of one batch (a back-end minting tokens in a loop) become one row with a `count`.
-  const batcher = createBatcher<Omit<AuditEvent, 'id'>>((events) => deps.repo.insertMany(coalesce(events)), { inFlight: flushesFor(deps.db.kind) });
-
+/** The stored form of an event. */
+export function auditEvent(input: AuditInput, at: Date): Omit<AuditEvent, 'id'> {
   return {
-    record(input: AuditInput): Promise<void> {
-      return batcher.add({
-        accountKind: input.account.kind,
-        accountId: input.account.id,
-        type: input.type,
-        ip: input.ip ?? null,
-        details: input.details ?? {},
-        at: deps.clock.now(),
-      });
-    },
-    list: (kind: AuditEvent['accountKind'], id: string, page: number, perPage: number) => deps.repo.list(kind, id, perPage, (page - 1) * perPage),
+    accountKind: input.account.kind,
+    accountId: input.account.id,
+    type: input.type,
+    ip: input.ip ?? null,
+    details: input.details ?? {},
+    at,
   };
 }
 
-/** Folds identical events (same account, type, address and details) into one with `count`. */
-export function coalesce(events: Array<Omit<AuditEvent, 'id'>>): Array<Omit<AuditEvent, 'id'>> {
-  const groups = new Map<string, { event: Omit<AuditEvent, 'id'>; count: number }>();
-  for (const e of events) {
-    const key = JSON.stringify([e.accountKind, e.accountId, e.type, e.ip, e.details]);
-    const g = groups.get(key);
-    if (g) g.count += 1;
-    else groups.set(key, { event: e, count: 1 });
-  }
-  return [...groups.values()].map((g) => (g.count === 1 ? g.event : { ...g.event, details: { ...g.event.details, count: g.count } }));
+export function createAuditService(deps: { db: Db; repo: AuditRepository; clock: Clock }) {
+  // Events share a statement under load, like token inserts (storage/batcher.ts); identical
+  // events of one batch become one row with a `count` (audit.repository.ts).
+  const batcher = createBatcher<Omit<AuditEvent, 'id'>>((events) => deps.repo.insertMany(events), { inFlight: flushesFor(deps.db.kind) });
+
+  return {
+    record(input: AuditInput): Promise<void> {
+      return batcher.add(auditEvent(input, deps.clock.now()));
+    },
+    list: (kind: AuditEvent['accountKind'], id: string, page: number, perPage: number) => deps.repo.list(kind, id, perPage, (page - 1) * perPage),
+  };
 }
 
 export type AuditService = ReturnType<typeof createAuditService>;

@@ -50,9 +50,10 @@ export function createOAuthService(deps: {
   async function issueFor(subject: Subject, client: AuthenticatedClient, scope: Scope, params: { expiresIn?: string | undefined; expiresAt?: string | undefined }, ip: string, grant: string, responseScope?: string) {
     const lifetime = lifetimeOf(params);
     const productClient = client.kind === 'registered' && client.record.owner.kind === 'product';
-    const body = await tokens.issue({ subject, clientId: client.id, scope, lifetime, withRefreshToken: productClient, responseScope });
-    await audit.record({ account: accountOf(subject), type: 'token.created', ip, details: { client_id: client.id, grant, expires_in: lifetime.expiresIn, scope } });
-    return body;
+    return tokens.issue({
+      subject, clientId: client.id, scope, lifetime, withRefreshToken: productClient, responseScope,
+      audit: { account: accountOf(subject), type: 'token.created', ip, details: { client_id: client.id, grant, expires_in: lifetime.expiresIn, scope } },
+    });
   }
 
   function clientScope(client: AuthenticatedClient): Scope {
@@ -130,7 +131,7 @@ export function createOAuthService(deps: {
     const found = await tokens.findRefresh(p.refresh_token);
     // Another client's refresh token reads as unknown (reference §1), and is left untouched.
     if (!found || found.clientId !== client.id) throw new DomainError('invalid_grant', 'Invalid refresh token');
-    if (found.expiresAt.getTime() <= clock.now().getTime()) {
+    if (found.expiresAt.getTime() <= clock.nowMs()) {
       await tokens.consumeRefresh(found.tokenHash);
       throw new DomainError('invalid_grant', 'Refresh token has expired');
     }
@@ -183,7 +184,7 @@ export function createOAuthService(deps: {
       };
       const tryRefresh = async () => {
         const r = await tokens.findRefresh(token);
-        if (!r || r.expiresAt.getTime() <= clock.now().getTime() || !reaches(client, r)) return undefined;
+        if (!r || r.expiresAt.getTime() <= clock.nowMs() || !reaches(client, r)) return undefined;
         return describe({ ...r, expiresAt: r.expiresAt }, 'refresh_token');
       };
       const order = hint === 'refresh_token' ? [tryRefresh, tryAccess] : [tryAccess, tryRefresh];

@@ -6,6 +6,7 @@ import type { Secrets } from '../platform/secrets.js';
 import { TtlCache } from '../platform/ttl-cache.js';
 import type { AccessTokenRecord, Subject, TokensRepository } from '../repositories/tokens.repository.js';
 import type { Settings } from '../config/settings.js';
+import { auditEvent, type AuditInput } from './audit.service.js';
 
 /** The success body of the token endpoint (RFC 6749 §5.1, reference §1). */
 export interface TokenResponse {
@@ -25,6 +26,8 @@ export interface IssueRequest {
   withRefreshToken: boolean;
   /** Echoed as `scope` in the response (`customer=<email>` for customer tokens). */
   responseScope?: string | undefined;
+  /** The security event of this issuance, stored in the same statement as the token. */
+  audit?: AuditInput | undefined;
 }
 
 /**
@@ -67,7 +70,7 @@ export function createTokenService(deps: { repo: TokensRepository; secrets: Secr
         expiresAt: new Date(req.lifetime.expiresAt.getTime() + settings.refreshTokenLifetimeSeconds * 1000),
       };
     }
-    await repo.insert(access, refresh);
+    await repo.insert(access, refresh, req.audit && auditEvent(req.audit, now));
     const body: TokenResponse = { token_type: 'bearer', access_token: accessToken, expires_in: req.lifetime.expiresIn };
     if (refreshToken !== undefined) body.refresh_token = refreshToken;
     const scopeText = req.responseScope ?? req.scope ?? undefined;
@@ -89,7 +92,7 @@ export function createTokenService(deps: { repo: TokensRepository; secrets: Secr
       }
       cache.set(hash, record);
     }
-    if (record.expiresAt !== null && record.expiresAt.getTime() <= clock.now().getTime()) {
+    if (record.expiresAt !== null && record.expiresAt.getTime() <= clock.nowMs()) {
       cache.delete(hash);
       throw new DomainError('invalid_token', 'The access token provided has expired.');
     }
