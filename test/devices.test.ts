@@ -72,6 +72,16 @@ test('bulk provisioning as CSV and JSON; import by id, by ids and by file (all r
   const got = sorted.body.devices.map((d: { id: string }) => d.id);
   assert.deepEqual(got, [...got].sort().reverse());
   assert.equal((await raw(`${server.url}/v1/products/${product.id}/devices?sortAttr=bogus`, { token })).status, 400);
+
+  // The product is remembered between pages, the fleet's size is not: a removal shows at once,
+  // on a page past the end too, and a filtered list counts what matches.
+  assert.equal((await api.removeDevice({ deviceId: mine[2], product: product.id, auth: token })).statusCode, 204);
+  const after = await api.listDevices({ product: product.id, perPage: 2, page: 1, auth: token });
+  assert.deepEqual(after.body.meta, { page: 1, per_page: 2, total: 4, total_pages: 2 });
+  const past = await api.listDevices({ product: product.id, perPage: 2, page: 9, auth: token });
+  assert.deepEqual([past.body.devices, past.body.meta.total], [[], 4]);
+  const prefix = await raw(`${server.url}/v1/products/${product.id}/devices?deviceId=${(mine[0] as string).slice(0, 20)}`, { token });
+  assert.deepEqual([prefix.json.devices.map((d: { id: string }) => d.id), prefix.json.meta.total], [[mine[0]], 1]);
 });
 
 test('product device changes: development mode, firmware lock, remove from product; unknown or foreign devices', async () => {
@@ -104,7 +114,8 @@ test('claim codes and claiming: a customer claims with a code and then reaches o
   const { api, token, product } = await team();
   const client = (await api.createOAuthClient({ name: 'app', scope: 'customers:create', product: product.id, auth: token })).body.client;
   const app = particle(server.url, { clientId: client.id, clientSecret: client.secret });
-  const alice = (await app.createCustomer({ email: email('alice'), password: 'alice password', product: product.id })).body.access_token as string;
+  const aliceEmail = email('alice');
+  const alice = (await app.createCustomer({ email: aliceEmail, password: 'alice password', product: product.id })).body.access_token as string;
   const bob = (await app.createCustomer({ email: email('bob'), password: 'bob password', product: product.id })).body.access_token as string;
   const id = (await api.provisionDevice({ productId: product.id, auth: token })).body.id as string;
 
@@ -122,6 +133,9 @@ test('claim codes and claiming: a customer claims with a code and then reaches o
   assert.deepEqual((await raw(`${server.url}/v1/devices`, { token: bob })).json, []);
   const listed = await api.listDevices({ product: product.id, auth: token });
   assert.equal(listed.body.customers.length, 1);
+  const owned = listed.body.devices.find((d: { id: string }) => d.id === id);
+  assert.equal(owned.owner, aliceEmail, 'the page names the owning customer by e-mail');
+  assert.equal(listed.body.customers[0].username, aliceEmail);
 
   // A user token cannot ask for a product claim code; a customer cannot ask for another product's.
   assert.equal((await raw(`${server.url}/v1/products/${product.id}/device_claims`, { method: 'POST', token, json: {} })).status, 403);

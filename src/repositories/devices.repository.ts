@@ -126,33 +126,43 @@ export function createDevicesRepository(db: Queryable) {
     },
 
     /**
-     * One page of a product's fleet. The total comes from the product's counter when nothing
-     * filters the list (`fleetSize`, read with the product), so that a page costs the same for
-     * 1,000 devices as for 100,000.
+     * One page of a product's fleet, with the e-mail of every customer who owns one of its
+     * devices and the fleet's size, in one statement. The total comes from the product's counter
+     * when nothing filters the list, so that a page costs the same for 1,000 devices as for
+     * 100,000; a filtered list is counted.
      */
-    async listByProduct(productId: number, f: FleetQuery, fleetSize?: number): Promise<{ devices: DeviceRecord[]; total: number }> {
-      const where = ['product_id = $1'];
+    async listByProduct(productId: number, f: FleetQuery): Promise<{ devices: DeviceRecord[]; total: number; customerEmails: Map<string, string> }> {
+      const where = ['d.product_id = $1'];
       const params: unknown[] = [productId];
       // Ids are lower-case hex, so a prefix is a range that the (product_id, id) index serves in
       // any collation, where LIKE would need a C collation.
       if (f.idPrefix) {
         params.push(f.idPrefix.toLowerCase(), `${f.idPrefix.toLowerCase()}g`);
-        where.push(`id >= $${params.length - 1} AND id < $${params.length}`);
+        where.push(`d.id >= $${params.length - 1} AND d.id < $${params.length}`);
       }
-      if (f.name) { params.push(f.name.toLowerCase()); where.push(`lower(name) = $${params.length}`); }
-      const order = f.sort === 'id' ? `id ${f.descending ? 'DESC' : 'ASC'}` : `${f.sort} ${f.descending ? 'DESC' : 'ASC'} NULLS LAST, id`;
-      const rows = await db.query<Row>(`SELECT * FROM devices WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${f.limit} OFFSET ${f.offset}`, params);
+      if (f.name) { params.push(f.name.toLowerCase()); where.push(`lower(d.name) = $${params.length}`); }
+      const filtered = params.length > 1;
+      const order = f.sort === 'id' ? `d.id ${f.descending ? 'DESC' : 'ASC'}` : `d.${f.sort} ${f.descending ? 'DESC' : 'ASC'} NULLS LAST, d.id`;
+      const rows = await db.query<Row & { owner_email: string | null; fleet_size: number | string | null }>(
+        `SELECT d.*, c.email AS owner_email${filtered ? '' : ', (SELECT device_count FROM products WHERE id = $1) AS fleet_size'}
+         FROM devices d LEFT JOIN customers c ON d.owner_kind = 'customer' AND c.id = d.owner_id
+         WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${f.limit} OFFSET ${f.offset}`, params);
+      const customerEmails = new Map<string, string>();
+      for (const r of rows) if (r.owner_kind === 'customer' && r.owner_email !== null) customerEmails.set(r.owner_id as string, r.owner_email);
       let total: number;
-      if (params.length === 1 && fleetSize !== undefined) {
-        total = fleetSize;
-      } else if (params.length === 1) {
+      if (!filtered && rows[0]) {
+        total = Number(rows[0].fleet_size ?? 0);
+      } else if (!filtered && f.offset === 0) {
+        total = 0;
+      } else if (!filtered) {
+        // A page past the end: the counter still tells how many there are.
         const c = await db.query<{ device_count: number }>('SELECT device_count FROM products WHERE id = $1', [productId]);
         total = Number(c[0]?.device_count ?? 0);
       } else {
-        const c = await db.query<{ n: number | string }>(`SELECT count(*) AS n FROM devices WHERE ${where.join(' AND ')}`, params);
+        const c = await db.query<{ n: number | string }>(`SELECT count(*) AS n FROM devices d WHERE ${where.join(' AND ')}`, params);
         total = Number(c[0]?.n ?? 0);
       }
-      return { devices: rows.map(toDevice), total };
+      return { devices: rows.map(toDevice), total, customerEmails };
     },
 
     async setProduct(ids: string[], productId: number, q: Queryable): Promise<void> {

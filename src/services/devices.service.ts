@@ -130,10 +130,12 @@ export function createDeviceService(deps: {
     return d;
   }
 
-  async function ownerNames(devices: DeviceRecord[]): Promise<Map<string, string>> {
+  /** Owners' names by `kind:id`; customers whose e-mail the caller already read are not read again. */
+  async function ownerNames(devices: DeviceRecord[], known: Map<string, string> = new Map()): Promise<Map<string, string>> {
     const names = new Map<string, string>();
-    const customerIds = [...new Set(devices.flatMap((d) => (d.owner?.kind === 'customer' ? [d.owner.id] : [])))];
-    for (const c of await deps.customers.findByIds(customerIds)) names.set(`customer:${c.id}`, c.email);
+    for (const [id, email] of known) names.set(`customer:${id}`, email);
+    const customerIds = [...new Set(devices.flatMap((d) => (d.owner?.kind === 'customer' && !known.has(d.owner.id) ? [d.owner.id] : [])))];
+    if (customerIds.length > 0) for (const c of await deps.customers.findByIds(customerIds)) names.set(`customer:${c.id}`, c.email);
     for (const id of new Set(devices.flatMap((d) => (d.owner?.kind === 'user' ? [d.owner.id] : [])))) {
       const u = await deps.users.findById(id);
       if (u) names.set(`user:${id}`, u.username);
@@ -182,8 +184,8 @@ export function createDeviceService(deps: {
     };
   }
 
-  async function views(devices: DeviceRecord[]): Promise<DeviceView[]> {
-    const names = await ownerNames(devices);
+  async function views(devices: DeviceRecord[], knownCustomers?: Map<string, string>): Promise<DeviceView[]> {
+    const names = await ownerNames(devices, knownCustomers);
     return devices.map((d) => view(d, names));
   }
 
@@ -271,15 +273,16 @@ export function createDeviceService(deps: {
       return result;
     },
 
-    async listFleet(product: ProductRecord, q: { deviceId?: string; deviceName?: string; sortAttr?: string; sortDir?: string; page: number; perPage: number }) {
+    /** A page of the fleet; only the product's id is used, so a remembered product will do (the total is read with the page). */
+    async listFleet(product: Pick<ProductRecord, 'id'>, q: { deviceId?: string; deviceName?: string; sortAttr?: string; sortDir?: string; page: number; perPage: number }) {
       if (q.sortDir !== undefined && q.sortDir !== 'asc' && q.sortDir !== 'desc') throw new DomainError('invalid_request', 'sortDir must be asc or desc');
       if (q.deviceId !== undefined && !/^[0-9a-f]{0,24}$/i.test(q.deviceId)) throw new DomainError('invalid_request', 'deviceId must be (the start of) a 24-hex device id');
-      const { devices, total } = await repo.listByProduct(product.id, {
+      const { devices, total, customerEmails } = await repo.listByProduct(product.id, {
         idPrefix: q.deviceId, name: q.deviceName, sort: sortColumnOf(q.sortAttr), descending: q.sortDir === 'desc',
         limit: q.perPage, offset: (q.page - 1) * q.perPage,
-      }, product.deviceCount);
-      // One look-up of the page's owners serves both the devices and the `customers` list.
-      const names = await ownerNames(devices);
+      });
+      // The page's owners serve both the devices and the `customers` list.
+      const names = await ownerNames(devices, customerEmails);
       const customers = [...names].flatMap(([key, username]) => (key.startsWith('customer:') ? [{ id: key.slice('customer:'.length), username }] : []));
       return { devices: devices.map((d) => view(d, names)), customers, meta: pageMeta(q.page, q.perPage, total) };
     },
@@ -289,7 +292,8 @@ export function createDeviceService(deps: {
       const owner = ownerOf(auth);
       if (owner) return views(await repo.listByOwner(owner));
       const productId = Number((auth.subject as { productId: string }).productId);
-      return views((await repo.listByProduct(productId, { sort: 'id', descending: false, limit: 1000, offset: 0 })).devices);
+      const fleet = await repo.listByProduct(productId, { sort: 'id', descending: false, limit: 1000, offset: 0 });
+      return views(fleet.devices, fleet.customerEmails);
     },
 
     /** Rename and notes (any route); development and firmware lock (product routes only). */

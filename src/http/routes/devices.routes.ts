@@ -177,7 +177,8 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
     const q = req.query;
     // Groups are not modelled yet: a filter by group matches no device rather than every one.
     if (q.groups) return { devices: [], customers: [], meta: pageMeta(q.page ?? 1, q.per_page ?? 25, 0) };
-    return devices.listFleet(await productOf(req), {
+    // The product as remembered for device routes: the page needs its id, and reads the fleet's size itself.
+    return devices.listFleet(await products.accessCached(authOf(req), req.params.productIdOrSlug), {
       ...(q.deviceId === undefined ? {} : { deviceId: q.deviceId }),
       ...(q.deviceName === undefined ? {} : { deviceName: q.deviceName }),
       ...(q.sortAttr === undefined ? {} : { sortAttr: q.sortAttr }),
