@@ -87,6 +87,17 @@ test('a plain MQTT client acts as a device from the protocol document', async ()
     assert.equal(read.json.result, 21.5);
     assert.equal((read.json.coreInfo as { deviceID: string }).deviceID, id);
 
+    // Calls follow the device's subscriptions as they change: none after it unsubscribes, and
+    // again once it subscribes to the call topic alone.
+    await dev.unsubscribeAsync(`devices/${id}/cloud/#`);
+    const unsubscribed = await raw(`${server.url}/v1/products/${product.id}/devices/${id}/led`, { method: 'POST', token, json: { arg: 'x' } });
+    assert.equal(unsubscribed.status, 400, unsubscribed.text);
+    assert.match(unsubscribed.json.error_description, /not subscribed/);
+    await dev.subscribeAsync(`devices/${id}/cloud/call`, { qos: 0 });
+    const again = await raw(`${server.url}/v1/products/${product.id}/devices/${id}/led`, { method: 'POST', token, json: { arg: 'four' } });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.json.return_value, 4);
+
     dev.end();
     await eventually(async () => ((await raw(`${server.url}/v1/products/${product.id}/devices/${id}`, { token })).json.online === false ? true : undefined));
   }

@@ -314,11 +314,21 @@ export class DeviceConnection {
     this.publishRaw(topic, Buffer.from(JSON.stringify({ name: event.name, data: event.data, ttl: event.ttl, published_at: event.published_at, coreid: event.coreid })), sub.qos);
   }
 
+  /** The best subscription for a topic, remembered until the subscriptions change (every call asks). */
   private subscriptionFor(topic: string) {
+    if (this.matchedFor !== this.subscriptions || this.matched.size >= 256) {
+      this.matched.clear();
+      this.matchedFor = this.subscriptions;
+    }
+    if (this.matched.has(topic)) return this.matched.get(topic);
     let best: { filter: string; qos: 0 | 1 } | undefined;
     for (const s of this.subscriptions) if (topicMatches(s.filter, topic) && (!best || s.qos > best.qos)) best = s;
+    this.matched.set(topic, best);
     return best;
   }
+
+  private matchedFor: unknown = null;
+  private readonly matched = new Map<string, { filter: string; qos: 0 | 1 } | undefined>();
 
   private subscribed(topic: string): boolean {
     return this.subscriptionFor(topic) !== undefined;
@@ -349,6 +359,12 @@ export class DeviceConnection {
     this.publishToDevice(cloudTopic(device.id, 'error'), { topic, error, message });
   }
 
+  private corked = false;
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.stream.uncork();
+  };
+
   private heard(): void {
     const now = Date.now();
     if (this.device && now - this.lastHeardWrite > 30_000) {
@@ -359,6 +375,13 @@ export class DeviceConnection {
 
   private send(packet: Packet): void {
     if (this.stream.destroyed || !this.stream.writable) return;
+    // Packets for this device during one turn of the event loop (calls from many HTTP requests
+    // read in the same poll) go out in one write: a write costs a system call whatever its size.
+    if (!this.corked) {
+      this.corked = true;
+      this.stream.cork();
+      setImmediate(this.uncork);
+    }
     try {
       this.stream.write(mqttPacket.generate(packet, { protocolVersion: this.version }));
     } catch (err) {
