@@ -34,6 +34,13 @@ interface Row {
   created_at: Date; updated_at: Date;
 }
 
+/** Row's columns, named so that hot statements can be prepared (storage/db.ts). */
+const DEVICE_COLUMNS = ['id', 'secret_hash', 'name', 'notes', 'platform_id', 'product_id', 'owner_kind', 'owner_id', 'development',
+  'desired_firmware_version', 'serial_number', 'online', 'last_heard', 'last_handshake_at', 'last_ip_address', 'system_firmware_version',
+  'firmware_version', 'functions', 'variables', 'created_at', 'updated_at'];
+const COLUMNS = DEVICE_COLUMNS.join(', ');
+const D_COLUMNS = DEVICE_COLUMNS.map((c) => `d.${c}`).join(', ');
+
 const date = (d: Date | null) => (d === null ? null : new Date(d));
 
 const toDevice = (r: Row): DeviceRecord => ({
@@ -90,7 +97,7 @@ export function createDevicesRepository(db: Queryable) {
     },
 
     async findById(id: string, q: Queryable = db): Promise<DeviceRecord | undefined> {
-      const rows = await q.query<Row>('SELECT * FROM devices WHERE id = $1', [id.toLowerCase()]);
+      const rows = await q.query<Row>(`SELECT ${COLUMNS} FROM devices WHERE id = $1`, [id.toLowerCase()], { prepare: true });
       return rows[0] && toDevice(rows[0]);
     },
 
@@ -113,7 +120,7 @@ export function createDevicesRepository(db: Queryable) {
     },
 
     async listByOwner(owner: DeviceOwner): Promise<DeviceRecord[]> {
-      const rows = await db.query<Row>('SELECT * FROM devices WHERE owner_kind = $1 AND owner_id = $2 ORDER BY id', [owner.kind, owner.id]);
+      const rows = await db.query<Row>(`SELECT ${COLUMNS} FROM devices WHERE owner_kind = $1 AND owner_id = $2 ORDER BY id`, [owner.kind, owner.id], { prepare: true });
       return rows.map(toDevice);
     },
 
@@ -143,10 +150,11 @@ export function createDevicesRepository(db: Queryable) {
       if (f.name) { params.push(f.name.toLowerCase()); where.push(`lower(d.name) = $${params.length}`); }
       const filtered = params.length > 1;
       const order = f.sort === 'id' ? `d.id ${f.descending ? 'DESC' : 'ASC'}` : `d.${f.sort} ${f.descending ? 'DESC' : 'ASC'} NULLS LAST, d.id`;
+      // Prepared: the text depends only on which filters and which order, never on values.
       const rows = await db.query<Row & { owner_email: string | null; fleet_size: number | string | null }>(
-        `SELECT d.*, c.email AS owner_email${filtered ? '' : ', (SELECT device_count FROM products WHERE id = $1) AS fleet_size'}
+        `SELECT ${D_COLUMNS}, c.email AS owner_email${filtered ? '' : ', (SELECT device_count FROM products WHERE id = $1) AS fleet_size'}
          FROM devices d LEFT JOIN customers c ON d.owner_kind = 'customer' AND c.id = d.owner_id
-         WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${f.limit} OFFSET ${f.offset}`, params);
+         WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT $${params.length + 1} OFFSET $${params.length + 2}`, [...params, f.limit, f.offset], { prepare: true });
       const customerEmails = new Map<string, string>();
       for (const r of rows) if (r.owner_kind === 'customer' && r.owner_email !== null) customerEmails.set(r.owner_id as string, r.owner_email);
       let total: number;

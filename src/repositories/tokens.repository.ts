@@ -99,7 +99,7 @@ export function createTokensRepository(db: Db) {
       last = audit.sql;
       params.push(...audit.params);
     }
-    await db.query(`WITH ${ctes.join(',\n')}\n${last}`, params);
+    await db.query(`WITH ${ctes.join(',\n')}\n${last}`, params, { prepare: true });
   }, { inFlight: flushesFor(db.kind) });
 
   return {

@@ -3,8 +3,18 @@
  * embedded PGlite store; both run the same SQL and the same migrations, so repositories are
  * written once. Parameters use PostgreSQL's $1, $2... placeholders.
  */
+export interface QueryOptions {
+  /**
+   * A hot statement whose text never depends on data: PostgreSQL keeps it prepared on each
+   * pooled connection, so it is parsed and planned once rather than on every call (planning a
+   * fleet page took 0.9 ms, running it 0.2). It must name its result columns: a prepared `*`
+   * fails once a migration adds a column. The embedded store ignores this.
+   */
+  prepare?: boolean;
+}
+
 export interface Queryable {
-  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<Row[]>;
+  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<Row[]>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(sql: string): Promise<void>;
 }

@@ -1,8 +1,22 @@
 import pg from 'pg';
-import type { Db, Queryable } from './db.js';
+import { createHash } from 'node:crypto';
+import type { Db, Queryable, QueryOptions } from './db.js';
 
 // Return BIGINT (int8) columns as numbers: ids and counters here stay far below 2^53.
 pg.types.setTypeParser(20, (value) => Number(value));
+
+/** A prepared statement is named after its text, so every connection prepares it once. */
+const names = new Map<string, string>();
+
+// Other statements go as (text, values): pg copies a config object property by property.
+function prepared(text: string, params: readonly unknown[] | undefined): pg.QueryConfig {
+  let name = names.get(text);
+  if (name === undefined) {
+    name = `skyport_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    names.set(text, name);
+  }
+  return { name, text, values: params as unknown[] | undefined };
+}
 
 export async function openPostgres(url: string, options: { poolSize?: number } = {}): Promise<Db> {
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
@@ -12,8 +26,8 @@ export async function openPostgres(url: string, options: { poolSize?: number } =
   const client = await pool.connect(); // fail fast on a bad URL or an unreachable server
   client.release();
 
-  const query = async <Row>(sql: string, params?: readonly unknown[]) =>
-    (await pool.query(sql, params as unknown[] | undefined)).rows as Row[];
+  const query = async <Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) =>
+    (await (options?.prepare ? pool.query(prepared(sql, params)) : pool.query(sql, params as unknown[] | undefined))).rows as Row[];
 
   return {
     kind: 'postgres',
@@ -22,8 +36,8 @@ export async function openPostgres(url: string, options: { poolSize?: number } =
     async transaction(work) {
       const conn = await pool.connect();
       const tx: Queryable = {
-        query: async <Row>(sql: string, params?: readonly unknown[]) =>
-          (await conn.query(sql, params as unknown[] | undefined)).rows as Row[],
+        query: async <Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) =>
+          (await (options?.prepare ? conn.query(prepared(sql, params)) : conn.query(sql, params as unknown[] | undefined))).rows as Row[],
         exec: async (sql: string) => { await conn.query(sql); },
       };
       try {
