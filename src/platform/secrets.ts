@@ -37,10 +37,10 @@ export const sha256: (value: string) => string = oneShot
   : (value) => createHash('sha256').update(value, 'utf8').digest('hex');
 
 /**
- * `bytes` random bytes from the CSPRNG, as hex or base64url text. One randomBytes() call costs about 3 µs
- * whatever its size (OpenSSL's per-call overhead), as much as the rest of issuing a token, so
- * bytes are drawn 4 KiB at a time, as Node does for randomUUID(). Bytes once handed out are
- * zeroed in the pool, so a token does not linger in it.
+ * `bytes` random bytes from the CSPRNG, as hex or base64url text. One randomBytes() call costs
+ * about 3 µs whatever its size (OpenSSL's per-call overhead), as much as the rest of issuing a
+ * token, so bytes are drawn 4 KiB at a time, as Node does for randomUUID(). Bytes once handed
+ * out are zeroed in the pool, so a token does not linger in it.
  */
 const pool = Buffer.alloc(4096);
 let drawn = pool.length;
