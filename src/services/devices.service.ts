@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DomainError } from '../domain/errors.js';
 import { MAX_BULK_PROVISION, claimedByOther, isDeviceId, sortColumnOf, validateDeviceName, validateNotes } from '../domain/devices.js';
 import type { Clock } from '../platform/clock.js';
+import { TtlCache } from '../platform/ttl-cache.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { Db } from '../storage/db.js';
 import type { DeviceOwner, DeviceRecord, DevicesRepository } from '../repositories/devices.repository.js';
@@ -130,12 +131,30 @@ export function createDeviceService(deps: {
     return d;
   }
 
+  // A customer's e-mail never changes (only its password can), so it is remembered: a customer
+  // reading its own devices would otherwise read its own row on every request.
+  const customerEmails = new TtlCache<string>(clock, 10 * 60_000, 100_000);
+
   /** Owners' names by `kind:id`; customers whose e-mail the caller already read are not read again. */
   async function ownerNames(devices: DeviceRecord[], known: Map<string, string> = new Map()): Promise<Map<string, string>> {
     const names = new Map<string, string>();
-    for (const [id, email] of known) names.set(`customer:${id}`, email);
-    const customerIds = [...new Set(devices.flatMap((d) => (d.owner?.kind === 'customer' && !known.has(d.owner.id) ? [d.owner.id] : [])))];
-    if (customerIds.length > 0) for (const c of await deps.customers.findByIds(customerIds)) names.set(`customer:${c.id}`, c.email);
+    for (const [id, email] of known) {
+      names.set(`customer:${id}`, email);
+      customerEmails.set(id, email);
+    }
+    const missing = new Set<string>();
+    for (const d of devices) {
+      if (d.owner?.kind !== 'customer' || known.has(d.owner.id)) continue;
+      const email = customerEmails.get(d.owner.id);
+      if (email === undefined) missing.add(d.owner.id);
+      else names.set(`customer:${d.owner.id}`, email);
+    }
+    if (missing.size > 0) {
+      for (const c of await deps.customers.findByIds([...missing])) {
+        names.set(`customer:${c.id}`, c.email);
+        customerEmails.set(c.id, c.email);
+      }
+    }
     for (const id of new Set(devices.flatMap((d) => (d.owner?.kind === 'user' ? [d.owner.id] : [])))) {
       const u = await deps.users.findById(id);
       if (u) names.set(`user:${id}`, u.username);
