@@ -232,8 +232,11 @@ test('what is remembered for speed is forgotten at once: a removed team member a
     const call = (t: string, path = `/v1/products/${product.id}/devices/${who.id}/f`) => raw(`${server.url}${path}`, { method: 'POST', token: t, json: {} });
     await eventually(async () => ((await call(member.token)).status === 200 ? true : undefined));
     assert.equal((await call(member.token)).status, 200);
+    const reads = [`/v1/products/${product.id}/devices`, `/v1/products/${product.id}/devices/${who.id}`];
+    for (const path of reads) assert.equal((await raw(`${server.url}${path}`, { token: member.token })).status, 200, path);
     assert.equal((await raw(`${server.url}/v1/products/${product.id}/team/${encodeURIComponent(member.username)}`, { method: 'DELETE', token })).status, 204);
     assert.equal((await call(member.token)).status, 403);
+    for (const path of reads) assert.equal((await raw(`${server.url}${path}`, { token: member.token })).status, 403, path);
 
     // A customer claims it and calls it; the product releases the owner: the next call is refused.
     const client = await raw(`${server.url}/v1/products/${product.id}/clients`, { method: 'POST', token, json: { name: 'app', type: 'installed', scope: 'customers:create' } });

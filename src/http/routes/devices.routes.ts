@@ -70,6 +70,9 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
   type WithPD = { Params: { productIdOrSlug: string; deviceId: string } };
   app.addSchema(DeviceView);
   const productOf = (req: FastifyRequest) => products.access(authOf(req), (req.params as { productIdOrSlug: string }).productIdOrSlug);
+  // Reads that need only the product's id use the remembered access, as device calls do (dropped
+  // on every product or team change on this node); writes check afresh.
+  const readableProductOf = (req: FastifyRequest) => products.accessCached(authOf(req), (req.params as { productIdOrSlug: string }).productIdOrSlug);
 
   // POST /v1/devices: {product_id} provisions a new identity (particle-api-js provisionDevice);
   // {id, request_transfer} claims a device by id (particle-cli `claim`).
@@ -177,8 +180,8 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
     const q = req.query;
     // Groups are not modelled yet: a filter by group matches no device rather than every one.
     if (q.groups) return { devices: [], customers: [], meta: pageMeta(q.page ?? 1, q.per_page ?? 25, 0) };
-    // The product as remembered for device routes: the page needs its id, and reads the fleet's size itself.
-    return devices.listFleet(await products.accessCached(authOf(req), req.params.productIdOrSlug), {
+    // The page needs the product's id only, and reads the fleet's size itself.
+    return devices.listFleet(await readableProductOf(req), {
       ...(q.deviceId === undefined ? {} : { deviceId: q.deviceId }),
       ...(q.deviceName === undefined ? {} : { deviceName: q.deviceName }),
       ...(q.sortAttr === undefined ? {} : { sortAttr: q.sortAttr }),
@@ -234,7 +237,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
   app.get<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId', {
     preHandler: console,
     schema: { tags: ['product devices'], summary: 'One device of the fleet', params: PD, response: { 200: DeviceRef, ...errorResponses(400, 401, 403, 404) } },
-  }, async (req) => devices.view(await devices.inProduct(await productOf(req), req.params.deviceId)));
+  }, async (req) => devices.view(await devices.inProduct(await readableProductOf(req), req.params.deviceId)));
 
   app.put<WithPD & { Body: Record<string, unknown> }>('/v1/products/:productIdOrSlug/devices/:deviceId', {
     preHandler: console,
