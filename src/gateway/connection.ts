@@ -316,19 +316,20 @@ export class DeviceConnection {
 
   /** The best subscription for a topic, remembered until the subscriptions change (every call asks). */
   private subscriptionFor(topic: string) {
-    if (this.matchedFor !== this.subscriptions || this.matched.size >= 256) {
-      this.matched.clear();
-      this.matchedFor = this.subscriptions;
+    // Made on first use and dropped with the subscriptions it was computed from: an idle
+    // connection carries no map.
+    if (this.matched === undefined || this.matched.subscriptions !== this.subscriptions || this.matched.best.size >= 256) {
+      this.matched = { subscriptions: this.subscriptions, best: new Map() };
     }
-    if (this.matched.has(topic)) return this.matched.get(topic);
-    let best: { filter: string; qos: 0 | 1 } | undefined;
-    for (const s of this.subscriptions) if (topicMatches(s.filter, topic) && (!best || s.qos > best.qos)) best = s;
-    this.matched.set(topic, best);
-    return best;
+    const best = this.matched.best;
+    if (best.has(topic)) return best.get(topic);
+    let found: { filter: string; qos: 0 | 1 } | undefined;
+    for (const s of this.subscriptions) if (topicMatches(s.filter, topic) && (!found || s.qos > found.qos)) found = s;
+    best.set(topic, found);
+    return found;
   }
 
-  private matchedFor: unknown = null;
-  private readonly matched = new Map<string, { filter: string; qos: 0 | 1 } | undefined>();
+  private matched: { subscriptions: unknown; best: Map<string, { filter: string; qos: 0 | 1 } | undefined> } | undefined;
 
   private subscribed(topic: string): boolean {
     return this.subscriptionFor(topic) !== undefined;
@@ -360,10 +361,12 @@ export class DeviceConnection {
   }
 
   private corked = false;
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.stream.uncork();
-  };
+
+  /** Ends the cork of `send` (a static function: no closure per connection). */
+  private static uncork(c: DeviceConnection): void {
+    c.corked = false;
+    c.stream.uncork();
+  }
 
   private heard(): void {
     const now = Date.now();
@@ -380,7 +383,7 @@ export class DeviceConnection {
     if (!this.corked) {
       this.corked = true;
       this.stream.cork();
-      setImmediate(this.uncork);
+      setImmediate(DeviceConnection.uncork, this);
     }
     try {
       this.stream.write(mqttPacket.generate(packet, { protocolVersion: this.version }));
