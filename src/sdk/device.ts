@@ -207,6 +207,9 @@ export class Device extends EventEmitter {
       const forced = setTimeout(() => client.end(true), 2000);
       await client.endAsync().finally(() => clearTimeout(forced));
     }
+    // A configuration being applied finishes, its file saved: once close() resolves, what the
+    // device holds on disk is settled (a caller may read or replace the files).
+    await this.configQueue;
     this.setOnline(false);
   }
 
