@@ -25,7 +25,7 @@ export function auditInsert(events: Array<Omit<AuditEvent, 'id'>>, first: number
     sql: `INSERT INTO audit_events (account_kind, account_id, type, ip, details, at)
           SELECT * FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::jsonb[], ${p(5)}::timestamptz[])`,
     params: [rows.map((e) => e.accountKind), rows.map((e) => e.accountId), rows.map((e) => e.type), rows.map((e) => e.ip),
-      rows.map((e) => JSON.stringify(e.details)), rows.map((e) => e.at)],
+      rows.map((e) => JSON.stringify(e.details)), rows.map((e) => e.at.toISOString())],
   };
 }
 
