@@ -5,6 +5,22 @@ import type { Db, Queryable, QueryOptions } from './db.js';
 // Return BIGINT (int8) columns as numbers: ids and counters here stay far below 2^53.
 pg.types.setTypeParser(20, (value) => Number(value));
 
+const parseTimestamptzSlowly = pg.types.getTypeParser(1184, 'text') as (text: string) => Date | string;
+
+/**
+ * timestamptz in a UTC session (`2026-11-23 20:45:36.379256+00`) is ISO 8601 but for the space
+ * and the bare offset, and the engine parses ISO text about twice as fast as pg's general parser
+ * (a fleet page has a hundred timestamps). Any other form (another time zone, BC, infinity) goes
+ * to pg's parser.
+ */
+export function parseTimestamptz(text: string): Date | string {
+  if (text.length >= 22 && text.length <= 29 && text.charCodeAt(10) === 32 && text.endsWith('+00')) {
+    return new Date(`${text.slice(0, 10)}T${text.slice(11, -3)}Z`);
+  }
+  return parseTimestamptzSlowly(text);
+}
+pg.types.setTypeParser(1184, parseTimestamptz);
+
 /** A prepared statement is named after its text, so every connection prepares it once. */
 const names = new Map<string, string>();
 
