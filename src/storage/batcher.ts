@@ -12,9 +12,9 @@
  * The first flush waits for `setImmediate`, so that everything added in the same turn goes
  * with it. With `waitMs`, every flush waits that long unless a full batch is waiting, for work
  * that arrives spread out: devices connecting one after another each reach a batcher alone,
- * and each statement costs about the same for one row as for a thousand (see `windowFor`). `inFlight` flushes may run at once: 1 for the embedded store
- * (one connection), more for PostgreSQL, whose pool would otherwise sit idle while one flush
- * waits on the network.
+ * and each statement costs about the same for one row as for a thousand (see `windowFor`).
+ * `inFlight` flushes may run at once: 1 for the embedded store (one connection), more for
+ * PostgreSQL, whose pool would otherwise sit idle while one flush waits on the network.
  */
 export function createBatcher<T, R = void>(flush: (items: T[]) => Promise<R[] | void>, options: { maxBatch?: number; inFlight?: number; waitMs?: number } = {}) {
   const maxBatch = options.maxBatch ?? 500;

@@ -34,6 +34,12 @@ function prepared(text: string, params: readonly unknown[] | undefined): pg.Quer
   return { name, text, values: params as unknown[] | undefined };
 }
 
+/** A statement on the pool or on a transaction's connection, prepared when asked. */
+async function run<Row>(on: pg.Pool | pg.PoolClient, sql: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): Promise<Row[]> {
+  const result = options?.prepare ? await on.query(prepared(sql, params)) : await on.query(sql, params as unknown[] | undefined);
+  return result.rows as Row[];
+}
+
 export async function openPostgres(url: string, options: { poolSize?: number } = {}): Promise<Db> {
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
   // A pool error (a server restart dropping idle clients) must not crash the process;
@@ -42,8 +48,7 @@ export async function openPostgres(url: string, options: { poolSize?: number } =
   const client = await pool.connect(); // fail fast on a bad URL or an unreachable server
   client.release();
 
-  const query = async <Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) =>
-    (await (options?.prepare ? pool.query(prepared(sql, params)) : pool.query(sql, params as unknown[] | undefined))).rows as Row[];
+  const query = <Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) => run<Row>(pool, sql, params, options);
 
   return {
     kind: 'postgres',
@@ -52,8 +57,7 @@ export async function openPostgres(url: string, options: { poolSize?: number } =
     async transaction(work) {
       const conn = await pool.connect();
       const tx: Queryable = {
-        query: async <Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) =>
-          (await (options?.prepare ? conn.query(prepared(sql, params)) : conn.query(sql, params as unknown[] | undefined))).rows as Row[],
+        query: <Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) => run<Row>(conn, sql, params, options),
         exec: async (sql: string) => { await conn.query(sql); },
       };
       try {

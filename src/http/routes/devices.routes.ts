@@ -69,10 +69,11 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
   type WithP = { Params: { productIdOrSlug: string } };
   type WithPD = { Params: { productIdOrSlug: string; deviceId: string } };
   app.addSchema(DeviceView);
-  const productOf = (req: FastifyRequest) => products.access(authOf(req), (req.params as { productIdOrSlug: string }).productIdOrSlug);
+  const idOrSlugOf = (req: FastifyRequest) => (req.params as { productIdOrSlug: string }).productIdOrSlug;
+  const productOf = (req: FastifyRequest) => products.access(authOf(req), idOrSlugOf(req));
   // Reads that need only the product's id use the remembered access, as device calls do (dropped
   // on every product or team change on this node); writes check afresh.
-  const readableProductOf = (req: FastifyRequest) => products.accessCached(authOf(req), (req.params as { productIdOrSlug: string }).productIdOrSlug);
+  const readableProductOf = (req: FastifyRequest) => products.accessCached(authOf(req), idOrSlugOf(req));
 
   // POST /v1/devices: {product_id} provisions a new identity (particle-api-js provisionDevice);
   // {id, request_transfer} claims a device by id (particle-cli `claim`).
