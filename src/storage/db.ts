@@ -8,7 +8,7 @@ export interface QueryOptions {
    * A hot statement whose text never depends on data: PostgreSQL keeps it prepared on each
    * pooled connection, so it is parsed and planned once rather than on every call (planning a
    * fleet page took 0.9 ms, running it 0.2). It must name its result columns: a prepared `*`
-   * fails once a migration adds a column. The embedded store ignores this.
+   * fails once a migration adds a column. The embedded store prepares it in its one session.
    */
   prepare?: boolean;
 }
@@ -24,4 +24,13 @@ export interface Db extends Queryable {
   /** Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/**
+ * COMMIT of a transaction in which a statement failed (and whose error `work` swallowed) rolls
+ * it back; PostgreSQL answers ROLLBACK rather than an error, and the store makes it one, so
+ * that nothing is reported done that was not stored.
+ */
+export function abortedTransaction(): Error {
+  return Object.assign(new Error('the transaction was rolled back: one of its statements failed'), { code: '25P02' });
 }

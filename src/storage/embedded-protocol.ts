@@ -1,8 +1,12 @@
 /** Messages between the embedded store (embedded.ts) and its thread (embedded-worker.ts). */
 export type EmbeddedRequest =
-  | { id: number; op: 'query'; sql: string; params?: readonly unknown[] | undefined; tx?: number | undefined }
-  | { id: number; op: 'exec'; sql: string; tx?: number | undefined }
-  /** Answers a transaction id once the transaction holds the connection. */
+  /**
+   * PostgreSQL protocol messages (wire.ts) to run outside any transaction, or inside the open
+   * transaction `tx`; answers PostgreSQL's reply as bytes, errors included. A message of the
+   * named statement `statement` starts with its Parse, which the thread sends only once.
+   */
+  | { id: number; op: 'run'; message: Uint8Array; tx?: number | undefined; statement?: string | undefined }
+  /** Answers a transaction id once the transaction holds the session. */
   | { id: number; op: 'begin' }
   /** Commits or rolls back; answers whether it committed. */
   | { id: number; op: 'end'; tx: number; commit: boolean }

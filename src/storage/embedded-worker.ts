@@ -1,19 +1,59 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { PGlite } from '@electric-sql/pglite';
 import type { EmbeddedError, EmbeddedReply, EmbeddedRequest, EmbeddedWarning } from './embedded-protocol.js';
+import { readResult, scriptMessage, startsParsed, withoutParse, type StatementResult } from './wire.js';
 
 /**
- * The embedded store's own thread (embedded.ts): PGlite, its WebAssembly PostgreSQL and its
- * protocol parsing run here, so that they use a core of their own instead of the one that
- * serves HTTP and the device gateway. Requests come from the one Db that opened this thread;
- * a transaction holds PGlite's single connection until the main thread ends it.
+ * The embedded store's own thread (embedded.ts): PGlite, its WebAssembly PostgreSQL, runs here,
+ * so that it uses a core of its own instead of the one that serves HTTP and the device gateway.
+ * The main thread sends protocol messages (wire.ts) and reads the answers itself; this thread
+ * only hands them to PostgreSQL, one at a time, and keeps transactions apart.
  */
 const port = parentPort;
 if (!port) throw new Error('embedded-worker.ts runs as a worker thread of embedded.ts');
 
-const pg = new PGlite((workerData as { dataDir?: string }).dataDir);
-/** Open transactions: `end` commits (true) or rolls back (false) and answers which it did. */
-const open = new Map<number, { tx: Transaction; end(commit: boolean): Promise<boolean> }>();
+const db = new PGlite((workerData as { dataDir?: string }).dataDir);
+
+/** Hands protocol messages to PostgreSQL; its answer, copied out of WebAssembly memory. */
+async function send(message: Uint8Array): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  await db.execProtocolRawStream(message, {
+    onRawData: (bytes) => {
+      chunks.push(bytes.slice());
+      size += bytes.length;
+    },
+  });
+  if (chunks.length === 1) return chunks[0] as Uint8Array;
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.length;
+  }
+  return all;
+}
+
+/** Sends a script and throws PostgreSQL's error, if any; answers its result. */
+async function script<Row>(sql: string): Promise<StatementResult<Row>> {
+  const result = readResult<Row>(await send(scriptMessage(sql)));
+  if (result.error) throw result.error;
+  return result;
+}
+
+/**
+ * PGlite has one session. Statements outside a transaction take turns on it; a transaction
+ * holds it from BEGIN to its end, and only the transaction's own statements run meanwhile.
+ */
+let turn: Promise<unknown> = db.waitReady;
+function inTurn<T>(work: () => Promise<T>): Promise<T> {
+  const result = turn.then(work);
+  turn = result.catch(() => undefined);
+  return result;
+}
+
+/** Open transactions: each releases the session when it ends. */
+const open = new Map<number, () => void>();
 let nextTx = 1;
 
 /** Errors cross threads as plain fields: the SQLSTATE `code` is what repositories look at. */
@@ -24,45 +64,71 @@ function plain(err: unknown): EmbeddedError {
   return out;
 }
 
-const reply = (message: EmbeddedReply) => port.postMessage(message);
+/**
+ * Named statements PostgreSQL has parsed in the session. Known here, where messages run one at
+ * a time in order, rather than in the main thread, whose concurrent first uses would each parse.
+ * A name counts as parsed from the moment its Parse is sent, and is forgotten if PostgreSQL
+ * refused it.
+ */
+const prepared = new Set<string>();
 
-/** Rolls a transaction back: thrown inside PGlite's transaction() to make it roll back. */
-class RollBack extends Error {}
+function statement(message: Uint8Array, name: string | undefined): Promise<Uint8Array> {
+  if (name === undefined) return send(message);
+  if (prepared.has(name)) return send(withoutParse(message));
+  prepared.add(name);
+  return send(message).then((answer) => {
+    if (!startsParsed(answer)) prepared.delete(name);
+    return answer;
+  }, (err: unknown) => {
+    prepared.delete(name);
+    throw err;
+  });
+}
 
-async function handle(req: EmbeddedRequest): Promise<unknown> {
-  await pg.waitReady;
-  const on = req.op === 'query' || req.op === 'exec' ? (req.tx === undefined ? pg : open.get(req.tx)?.tx) : pg;
-  if (!on) throw new Error('the transaction has ended');
+function handle(req: EmbeddedRequest): Promise<unknown> {
   switch (req.op) {
-    case 'query': return (await on.query(req.sql, req.params as unknown[] | undefined)).rows;
-    case 'exec': await on.exec(req.sql); return null;
+    case 'run': {
+      if (req.tx === undefined) return inTurn(() => statement(req.message, req.statement));
+      if (!open.has(req.tx)) return Promise.reject(new Error('the transaction has ended'));
+      return statement(req.message, req.statement);
+    }
     case 'begin': {
       const id = nextTx++;
-      let finish: (commit: boolean) => void = () => undefined;
-      const finished = new Promise<boolean>((resolve) => { finish = resolve; });
-      let holding: () => void = () => undefined;
-      const started = new Promise<void>((resolve) => { holding = resolve; });
-      const outcome: Promise<boolean> = pg.transaction(async (tx) => {
-        open.set(id, { tx, end: (commit) => { finish(commit); return outcome; } });
-        holding();
-        if (!(await finished)) throw new RollBack();
-      }).then(() => true, (err: unknown) => {
-        if (err instanceof RollBack) return false;
-        throw err;
-      }).finally(() => open.delete(id));
-      await Promise.race([started, outcome]); // `outcome` settles first only if BEGIN failed
-      return id;
+      return new Promise<number>((resolve, reject) => {
+        void inTurn(async () => {
+          try {
+            await script('BEGIN');
+          } catch (err) {
+            reject(err);
+            return;
+          }
+          await new Promise<void>((release) => {
+            open.set(id, release);
+            resolve(id);
+          });
+        });
+      });
     }
     case 'end': {
-      const t = open.get(req.tx);
-      if (!t) throw new Error('the transaction has ended');
-      return t.end(req.commit);
+      const release = open.get(req.tx);
+      if (!release) return Promise.reject(new Error('the transaction has ended'));
+      // PostgreSQL ends the transaction whatever COMMIT answers, so the session is free after.
+      return (async () => {
+        try {
+          return (await script(req.commit ? 'COMMIT' : 'ROLLBACK')).command === 'COMMIT';
+        } finally {
+          open.delete(req.tx);
+          release();
+        }
+      })();
     }
     case 'close':
-      closing = true;
-      clearInterval(maintenance);
-      await pg.close();
-      return null;
+      return inTurn(async () => {
+        closing = true;
+        clearInterval(maintenance);
+        await db.close();
+        return null;
+      });
   }
 }
 
@@ -72,29 +138,35 @@ async function handle(req: EmbeddedRequest): Promise<unknown> {
  * read of 10,000 devices' configuration states took 7 times longer than after VACUUM ANALYZE).
  * So this thread does the launcher's work with PostgreSQL's default thresholds (autovacuum
  * vacuum/analyze threshold 50 rows, scale factors 0.2 and 0.1): every `NAPTIME_MS` it looks at
- * the statistics of each table and vacuums or analyses the ones that crossed them. Statements
- * wait for it as for any other, and it waits for open transactions.
+ * the statistics of each table and vacuums or analyses the ones that crossed them. Each of its
+ * statements takes its turn on the session like any other, after open transactions.
  */
 const NAPTIME_MS = (workerData as { maintenanceMs?: number }).maintenanceMs ?? 30_000;
 let closing = false;
 async function autovacuum(): Promise<void> {
-  const tables = (await pg.query<{ relname: string; live: number; dead: number; modified: number }>(
-    'SELECT relname, n_live_tup AS live, n_dead_tup AS dead, n_mod_since_analyze AS modified FROM pg_stat_user_tables')).rows;
+  const tables = (await inTurn(() => script<{ relname: string; live: number; dead: number; modified: number }>(
+    'SELECT relname, n_live_tup AS live, n_dead_tup AS dead, n_mod_since_analyze AS modified FROM pg_stat_user_tables'))).rows;
   for (const t of tables) {
     if (closing) return;
     const name = `"${t.relname.replaceAll('"', '""')}"`;
-    if (Number(t.dead) > 50 + 0.2 * Number(t.live)) await pg.exec(`VACUUM (ANALYZE) ${name}`);
-    else if (Number(t.modified) > 50 + 0.1 * Number(t.live)) await pg.exec(`ANALYZE ${name}`);
+    if (Number(t.dead) > 50 + 0.2 * Number(t.live)) await inTurn(() => script(`VACUUM (ANALYZE) ${name}`));
+    else if (Number(t.modified) > 50 + 0.1 * Number(t.live)) await inTurn(() => script(`ANALYZE ${name}`));
   }
 }
 const maintenance = setInterval(() => {
-  void autovacuum().catch((err: unknown) => port.postMessage({ warning: `embedded store maintenance (VACUUM/ANALYZE) failed: ${plain(err).message}` } satisfies EmbeddedWarning));
+  void autovacuum().catch((err: unknown) => {
+    if (!closing) port.postMessage({ warning: `embedded store maintenance (VACUUM/ANALYZE) failed: ${plain(err).message}` } satisfies EmbeddedWarning);
+  });
 }, NAPTIME_MS);
 maintenance.unref();
 
 port.on('message', (req: EmbeddedRequest) => {
   handle(req).then(
-    (value) => reply({ id: req.id, ok: true, value }),
-    (err: unknown) => reply({ id: req.id, ok: false, error: plain(err) }),
+    (value) => {
+      // An answer's bytes move to the main thread rather than being copied.
+      if (value instanceof Uint8Array) port.postMessage({ id: req.id, ok: true, value } satisfies EmbeddedReply, [value.buffer as ArrayBuffer]);
+      else port.postMessage({ id: req.id, ok: true, value } satisfies EmbeddedReply);
+    },
+    (err: unknown) => port.postMessage({ id: req.id, ok: false, error: plain(err) } satisfies EmbeddedReply),
   );
 });

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import type { Db, Queryable } from './db.js';
+import { abortedTransaction, type Db, type Queryable, type QueryOptions } from './db.js';
 import type { EmbeddedReply, EmbeddedRequest, EmbeddedWarning } from './embedded-protocol.js';
+import { statementName } from './statements.js';
+import { readResult, scriptMessage, statementMessage } from './wire.js';
 
 type Request = EmbeddedRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never;
 
@@ -12,8 +14,10 @@ type Request = EmbeddedRequest extends infer R ? (R extends unknown ? Omit<R, 'i
  *
  * PGlite runs in a worker thread of its own (embedded-worker.ts): its statements run
  * synchronously, so on the main thread every statement stopped the HTTP server and the device
- * gateway, and the store could use only the core they share. Rows and parameters cross
- * between the threads by structured clone (dates, JSON values and bytes survive it).
+ * gateway, and the store could use only the core they share. This thread writes each
+ * statement's protocol messages and reads PostgreSQL's answer (wire.ts), as pg does over a
+ * socket: the bytes cross between the threads, and rows are parsed here by the same parsers as
+ * on PostgreSQL.
  */
 export async function openEmbedded(dataDir: string | undefined, options: { maintenanceMs?: number } = {}): Promise<Db> {
   if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
@@ -59,22 +63,36 @@ export async function openEmbedded(dataDir: string | undefined, options: { maint
     return new Promise<T>((resolve, reject) => {
       if (pending.size === 0) worker.ref();
       pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      worker.postMessage({ ...request, id });
+      // A message's own copy moves to the thread (a Buffer may share a pooled ArrayBuffer).
+      if (request.op === 'run') worker.postMessage({ ...request, id }, [request.message.buffer as ArrayBuffer]);
+      else worker.postMessage({ ...request, id });
     });
   }
 
+  /** Runs protocol messages in the thread; the rows of PostgreSQL's answer, or its error thrown. */
+  async function run<Row>(message: Buffer, tx: number | undefined, statement?: string): Promise<Row[]> {
+    const result = readResult<Row>(await call<Uint8Array>({ op: 'run', message: new Uint8Array(message), tx, statement }));
+    if (result.error) throw result.error;
+    return result.rows;
+  }
+
   const on = (tx?: number): Queryable => ({
-    query: <Row>(sql: string, params?: readonly unknown[]) => call<Row[]>({ op: 'query', sql, params, tx }),
-    exec: async (sql: string) => { await call({ op: 'exec', sql, tx }); },
+    query<Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) {
+      const name = options?.prepare ? statementName(sql) : undefined;
+      return run<Row>(statementMessage(sql, params, name), tx, name);
+    },
+    async exec(sql: string) {
+      await run(scriptMessage(sql), tx);
+    },
   });
 
   // Fails here, not at the first request, when the data directory cannot be opened.
-  await call({ op: 'query', sql: 'SELECT 1' });
+  await on().query('SELECT 1');
 
   return {
     kind: 'embedded',
     ...on(),
-    // PGlite has a single connection; a transaction holds it exclusively until it ends.
+    // PGlite has a single session; a transaction holds it exclusively until it ends.
     async transaction(work) {
       const tx = await call<number>({ op: 'begin' });
       let result;
@@ -84,7 +102,7 @@ export async function openEmbedded(dataDir: string | undefined, options: { maint
         await call({ op: 'end', tx, commit: false }).catch(() => undefined);
         throw err;
       }
-      await call({ op: 'end', tx, commit: true });
+      if (!(await call<boolean>({ op: 'end', tx, commit: true }))) throw abortedTransaction();
       return result;
     },
     async close() {

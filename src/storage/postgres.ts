@@ -1,37 +1,12 @@
 import pg from 'pg';
-import { createHash } from 'node:crypto';
-import type { Db, Queryable, QueryOptions } from './db.js';
+import './pg-types.js';
+import { statementName } from './statements.js';
+import { abortedTransaction, type Db, type Queryable, type QueryOptions } from './db.js';
 
-// Return BIGINT (int8) columns as numbers: ids and counters here stay far below 2^53.
-pg.types.setTypeParser(20, (value) => Number(value));
-
-const parseTimestamptzSlowly = pg.types.getTypeParser(1184, 'text') as (text: string) => Date | string;
-
-/**
- * timestamptz in a UTC session (`2026-11-23 20:45:36.379256+00`) is ISO 8601 but for the space
- * and the bare offset, and the engine parses ISO text about twice as fast as pg's general parser
- * (a fleet page has a hundred timestamps). Any other form (another time zone, BC, infinity) goes
- * to pg's parser.
- */
-export function parseTimestamptz(text: string): Date | string {
-  if (text.length >= 22 && text.length <= 29 && text.charCodeAt(10) === 32 && text.endsWith('+00')) {
-    return new Date(`${text.slice(0, 10)}T${text.slice(11, -3)}Z`);
-  }
-  return parseTimestamptzSlowly(text);
-}
-pg.types.setTypeParser(1184, parseTimestamptz);
-
-/** A prepared statement is named after its text, so every connection prepares it once. */
-const names = new Map<string, string>();
-
-// Other statements go as (text, values): pg copies a config object property by property.
+// A prepared statement goes as a config that names it; others go as (text, values), because pg
+// copies a config object property by property.
 function prepared(text: string, params: readonly unknown[] | undefined): pg.QueryConfig {
-  let name = names.get(text);
-  if (name === undefined) {
-    name = `skyport_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
-    names.set(text, name);
-  }
-  return { name, text, values: params as unknown[] | undefined };
+  return { name: statementName(text), text, values: params as unknown[] | undefined };
 }
 
 /** A statement on the pool or on a transaction's connection, prepared when asked. */
@@ -63,7 +38,7 @@ export async function openPostgres(url: string, options: { poolSize?: number } =
       try {
         await conn.query('BEGIN');
         const result = await work(tx);
-        await conn.query('COMMIT');
+        if ((await conn.query('COMMIT')).command === 'ROLLBACK') throw abortedTransaction();
         return result;
       } catch (err) {
         await conn.query('ROLLBACK').catch(() => undefined);
