@@ -102,7 +102,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
     windowSeconds: settings.ipFailureWindowSeconds,
   });
   const users = cacheUsers(createUsersRepository(db), clock);
-  const audit = createAuditService({ db, repo: createAuditRepository(db), clock });
+  const audit = createAuditService({ repo: createAuditRepository(db), clock });
   const tokens = createTokenService({ repo: createTokensRepository(db), secrets, clock, settings });
   const clients = createClientService({ repo: createClientsRepository(db), tokens, audit, secrets, clock, limiter });
   const productsRepo = createProductsRepository(db);

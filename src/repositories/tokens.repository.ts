@@ -1,6 +1,6 @@
 import type { Queryable, Db } from '../storage/db.js';
 import type { Scope } from '../domain/scopes.js';
-import { createBatcher, flushesFor } from '../storage/batcher.js';
+import { createBatcher } from '../storage/batcher.js';
 import { auditInsert, type AuditEvent } from './audit.repository.js';
 
 /** Whom a token acts for. Customer tokens also carry their product. */
@@ -104,7 +104,7 @@ export function createTokensRepository(db: Db) {
       params.push(...audit.params);
     }
     await db.query(`WITH ${ctes.join(',\n')}\n${last}`, params, { prepare: true });
-  }, { inFlight: flushesFor(db.kind) });
+  });
 
   return {
     /** Stores a token, its refresh token and its audit event, all or none. */

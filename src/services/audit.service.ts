@@ -1,7 +1,6 @@
 import type { AuditEvent, AuditRepository } from '../repositories/audit.repository.js';
 import type { Clock } from '../platform/clock.js';
-import type { Db } from '../storage/db.js';
-import { createBatcher, flushesFor } from '../storage/batcher.js';
+import { createBatcher } from '../storage/batcher.js';
 
 /**
  * The security audit log: sign-ups, logins and failed logins, tokens created and revoked,
@@ -38,10 +37,10 @@ export function auditEvent(input: AuditInput, at: Date): Omit<AuditEvent, 'id'> 
   };
 }
 
-export function createAuditService(deps: { db: Db; repo: AuditRepository; clock: Clock }) {
+export function createAuditService(deps: { repo: AuditRepository; clock: Clock }) {
   // Events share a statement under load, like token inserts (storage/batcher.ts); identical
   // events of one batch become one row with a `count` (audit.repository.ts).
-  const batcher = createBatcher<Omit<AuditEvent, 'id'>>((events) => deps.repo.insertMany(events), { inFlight: flushesFor(deps.db.kind) });
+  const batcher = createBatcher<Omit<AuditEvent, 'id'>>((events) => deps.repo.insertMany(events));
 
   return {
     record(input: AuditInput): Promise<void> {

@@ -13,8 +13,11 @@
  * with it. With `waitMs`, every flush waits that long unless a full batch is waiting, for work
  * that arrives spread out: devices connecting one after another each reach a batcher alone,
  * and each statement costs about the same for one row as for a thousand (see `windowFor`).
- * `inFlight` flushes may run at once: 1 for the embedded store (one connection), more for
- * PostgreSQL, whose pool would otherwise sit idle while one flush waits on the network.
+ * `inFlight` flushes may run at once (default 1). One is best where each flush ends in a durable
+ * commit: what arrives meanwhile waits and goes in the next, larger flush. Token batches on
+ * PostgreSQL gave 18,400–24,200 client_credentials tokens/s with one flush at a time against
+ * 16,500–21,700 with two and 16,600–20,100 with four, and PostgreSQL used a fifth less CPU
+ * (docs/benchmarks.md).
  */
 export function createBatcher<T, R = void>(flush: (items: T[]) => Promise<R[] | void>, options: { maxBatch?: number; inFlight?: number; waitMs?: number } = {}) {
   const maxBatch = options.maxBatch ?? 500;
@@ -60,9 +63,6 @@ export function createBatcher<T, R = void>(flush: (items: T[]) => Promise<R[] | 
     },
   };
 }
-
-/** How many flushes a store takes at once. */
-export const flushesFor = (kind: 'postgres' | 'embedded'): number => (kind === 'postgres' ? 4 : 1);
 
 /**
  * How long the batchers of the device gateway (connects, presence, configuration) gather work
