@@ -90,7 +90,8 @@ test('a plain MQTT client acts as a device from the protocol document', async ()
     // Calls follow the device's subscriptions as they change: none after it unsubscribes, and
     // again once it subscribes to the call topic alone.
     await dev.unsubscribeAsync(`devices/${id}/cloud/#`);
-    const unsubscribed = await raw(`${server.url}/v1/products/${product.id}/devices/${id}/led`, { method: 'POST', token, json: { arg: 'x' } });
+    // (The connection is new, so the call waits for a SUBSCRIBE within its timeout first.)
+    const unsubscribed = await raw(`${server.url}/v1/products/${product.id}/devices/${id}/led`, { method: 'POST', token, json: { arg: 'x', timeout: 1 } });
     assert.equal(unsubscribed.status, 400, unsubscribed.text);
     assert.match(unsubscribed.json.error_description, /not subscribed/);
     await dev.subscribeAsync(`devices/${id}/cloud/call`, { qos: 0 });
@@ -100,6 +101,44 @@ test('a plain MQTT client acts as a device from the protocol document', async ()
 
     dev.end();
     await eventually(async () => ((await raw(`${server.url}/v1/products/${product.id}/devices/${id}`, { token })).json.online === false ? true : undefined));
+  }
+});
+
+test('a call that arrives between CONNACK and the device\'s first hello waits for the hello; without one it fails once the wait ends', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const { id, secret } = await provision(server.url, token, product.id);
+  const dev = await connect(server.mqttUrl, id, secret);
+  try {
+    // Connected, so listed online, but neither subscribed nor described yet.
+    const call = raw(`${server.url}/v1/products/${product.id}/devices/${id}/led`, { method: 'POST', token, json: { arg: 'on' } });
+    await new Promise((r) => setTimeout(r, 300));
+    dev.on('message', (topic, payload) => {
+      const body = JSON.parse(payload.toString()) as { id: string; arg: string };
+      if (topic === `devices/${id}/cloud/call`) void dev.publishAsync(`devices/${id}/reply`, JSON.stringify({ id: body.id, return_value: body.arg.length }));
+    });
+    await dev.subscribeAsync(`devices/${id}/cloud/#`, { qos: 1 });
+    await dev.publishAsync(`devices/${id}/hello`, JSON.stringify({ functions: ['led'] }), { qos: 1 });
+    const answered = await call;
+    assert.equal(answered.status, 200, answered.text);
+    assert.equal(answered.json.return_value, 2);
+  } finally {
+    dev.end(true);
+  }
+
+  // A new connection that never says hello: the wait is bounded by the call's timeout, then the
+  // function is unknown to this connection.
+  const { id: silentId, secret: silentSecret } = await provision(server.url, token, product.id);
+  const silent = await connect(server.mqttUrl, silentId, silentSecret);
+  try {
+    await silent.subscribeAsync(`devices/${silentId}/cloud/#`, { qos: 1 });
+    const started = Date.now();
+    const r = await raw(`${server.url}/v1/products/${product.id}/devices/${silentId}/led`, { method: 'POST', token, json: { arg: 'on', timeout: 1 } });
+    assert.equal(r.status, 404, r.text);
+    assert.equal(r.json.error, 'Function not found');
+    assert.ok(Date.now() - started >= 900, 'the call waited for a hello');
+  } finally {
+    silent.end(true);
   }
 });
 

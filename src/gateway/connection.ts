@@ -22,6 +22,12 @@ const REFUSED = {
 } as const;
 
 const MAX_PENDING = 32;
+/**
+ * A device subscribes and says `hello` right after CONNACK; for this long after CONNACK a call
+ * the device would be refused for waits for its next `hello` or SUBSCRIBE instead of failing at
+ * once (docs/device-protocol.md, "Function calls").
+ */
+export const HELLO_GRACE_MS = 5000;
 const MAX_SUBSCRIPTIONS = 32;
 /** Outgoing bytes a slow device may leave unread before the cloud drops messages to it. */
 const MAX_BUFFERED = 256 * 1024;
@@ -54,6 +60,9 @@ export class DeviceConnection {
   private will: { topic: string; payload: Buffer } | null = null;
   private nextMessageId = 1;
   private lastHeardWrite = 0;
+  private connectedAt = 0;
+  /** Calls waiting for this new connection's `hello` or subscriptions (see HELLO_GRACE_MS). */
+  private readonly waiters = new Set<() => void>();
 
   constructor(private readonly ctx: GatewayContext, private readonly stream: Duplex, readonly ip: string) {
     this.parser.on('packet', (packet: Packet) => this.onPacket(packet));
@@ -157,6 +166,7 @@ export class DeviceConnection {
       this.will = { topic: packet.will.topic, payload: Buffer.from(packet.will.payload) };
     }
     this.state = 'connected';
+    this.connectedAt = Date.now();
     this.send(this.version === 5
       ? { cmd: 'connack', sessionPresent: false, reasonCode: 0, properties: { maximumPacketSize: this.ctx.maxPacketBytes, retainAvailable: false, maximumQoS: 1 } }
       : { cmd: 'connack', sessionPresent: false, returnCode: 0 });
@@ -204,6 +214,36 @@ export class DeviceConnection {
     if (hello.variables) device.variables = hello.variables;
     if (hello.systemFirmwareVersion) device.systemFirmwareVersion = hello.systemFirmwareVersion;
     this.ctx.describe(device.id, hello);
+    this.wakeWaiters();
+  }
+
+  private wakeWaiters(): void {
+    for (const wake of this.waiters) wake();
+    this.waiters.clear();
+  }
+
+  /** What the device would refuse this command for now, by its `hello` and its subscriptions. */
+  private refusal(command: Exclude<DeviceCommand, { kind: 'ping' | 'signal' }>): DomainError | undefined {
+    const device = this.device as SessionDevice;
+    if (command.kind === 'call' && !device.functions.includes(command.name)) return new DomainError('function_not_found', `The device has no function "${command.name}"`);
+    if (command.kind === 'get' && !(command.name in device.variables)) return new DomainError('variable_not_found', `The device has no variable "${command.name}"`);
+    const topic = cloudTopic(device.id, command.kind === 'config' ? 'config/set' : command.kind);
+    if (!this.subscribed(topic)) return new DomainError('device_error', `The device is not subscribed to ${topic}, so it cannot take calls`);
+    return undefined;
+  }
+
+  /**
+   * While the connection is new (HELLO_GRACE_MS), resolves at its next `hello` or SUBSCRIBE, or
+   * when the grace or `leftMs` runs out; afterwards undefined.
+   */
+  private untilDeviceSaysMore(leftMs: number): Promise<void> | undefined {
+    const left = Math.min(leftMs, HELLO_GRACE_MS - (Date.now() - this.connectedAt));
+    if (left <= 0) return undefined;
+    return new Promise<void>((resolve) => {
+      const wake = () => { clearTimeout(timer); this.waiters.delete(wake); resolve(); };
+      const timer = setTimeout(wake, left);
+      this.waiters.add(wake);
+    });
   }
 
   private onReply(payload: Buffer): void {
@@ -259,6 +299,7 @@ export class DeviceConnection {
       return q;
     });
     this.send({ cmd: 'suback', messageId: packet.messageId ?? 0, granted });
+    this.wakeWaiters();
   }
 
   private onUnsubscribe(packet: IUnsubscribePacket): void {
@@ -270,22 +311,31 @@ export class DeviceConnection {
 
   /** Serves a command from the bus (docs/device-protocol.md, "Function calls", "Variable reads"). */
   async serve(command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer> {
-    const device = this.device;
-    if (this.state !== 'connected' || !device) throw new DomainError('device_offline', 'The device is not connected to the cloud');
+    if (this.state !== 'connected' || !this.device) throw new DomainError('device_offline', 'The device is not connected to the cloud');
     if (command.kind === 'ping') return { ok: true, value: true };
     if (command.kind === 'signal') {
-      this.publishToDevice(cloudTopic(device.id, 'signal'), { signal: command.on });
+      this.publishToDevice(cloudTopic(this.device.id, 'signal'), { signal: command.on });
       return { ok: true, value: command.on };
     }
-    if (command.kind === 'call' && !device.functions.includes(command.name)) throw new DomainError('function_not_found', `The device has no function "${command.name}"`);
-    if (command.kind === 'get' && !(command.name in device.variables)) throw new DomainError('variable_not_found', `The device has no variable "${command.name}"`);
+    // Just after CONNACK the device may not have subscribed or said `hello` yet: what it would be
+    // refused for may be on its way (HELLO_GRACE_MS).
+    const started = Date.now();
+    for (;;) {
+      if (this.state !== 'connected') throw new DomainError('device_offline', 'The device disconnected before it answered');
+      const refused = this.refusal(command);
+      if (!refused) break;
+      const more = this.untilDeviceSaysMore(timeoutMs - (Date.now() - started));
+      if (!more) throw refused;
+      await more;
+    }
+    timeoutMs = Math.max(1, timeoutMs - (Date.now() - started));
+    const device = this.device;
     if (command.kind === 'call') {
       const limit = publishLimit(device.systemFirmwareVersion, device.platformId);
       if (Buffer.byteLength(command.arg) > limit) throw new DomainError('invalid_request', `The argument is ${Buffer.byteLength(command.arg)} bytes; this device takes at most ${limit}`);
     }
     if (this.pending.size >= MAX_PENDING) throw new DomainError('rate_limit_exceeded', `The device already has ${MAX_PENDING} calls waiting`, { retryAfterSeconds: 1 });
     const topic = cloudTopic(device.id, command.kind === 'config' ? 'config/set' : command.kind);
-    if (!this.subscribed(topic)) throw new DomainError('device_error', `The device is not subscribed to ${topic}, so it cannot take calls`);
 
     const id = randomText(6, 'base64url');
     const answer = new Promise<DeviceAnswer>((resolve, reject) => {
@@ -430,6 +480,7 @@ export class DeviceConnection {
     if (this.state === 'closed') return;
     const wasConnected = this.state === 'connected';
     this.state = 'closed';
+    this.wakeWaiters();
     for (const [id, p] of this.pending) {
       clearTimeout(p.timer);
       p.reject(new DomainError('device_offline', 'The device disconnected before it answered'));
