@@ -13,17 +13,19 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
+import { Pool } from 'undici';
 import {
   DEFAULT_ADMIN_URL, ROOT, api, cpuSeconds, exitedEarly, gitCommit, onCleanup, option, percentile, round2, runBenchmark, startSkyport, stopChild, timeout, track,
   userWithProduct, type Store,
 } from './harness.js';
 
-const USAGE = 'usage: npm run bench:calls -- [--quick] [--store embedded|postgres|both] [--duration S] [--warmup S] [--rounds N] [--concurrency 1,64] [--devices 4] [--route devices|products|both] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL]';
+const USAGE = 'usage: npm run bench:calls -- [--quick] [--store embedded|postgres|both] [--duration S] [--warmup S] [--rounds N] [--concurrency 1,64] [--devices 4] [--route devices|products|both] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL] [--client wire|undici|http]';
 const args = process.argv.slice(2);
 if (args.includes('--help')) {
   console.log(USAGE);
@@ -44,6 +46,17 @@ if (!['devices', 'products', 'both'].includes(routeArg)) throw new Error(`--rout
 const routes = routeArg === 'both' ? ['devices', 'products'] : [routeArg];
 const MOSQUITTO = option(args, 'mosquitto') ?? 'mqtt://127.0.0.1:1883';
 const ADMIN = option(args, 'pg-admin-url') ?? DEFAULT_ADMIN_URL;
+/**
+ * The callers' HTTP client. The callers share the machine's cores with the server, the devices
+ * and (for the floor) Mosquitto, so their CPU per call moves every rate (docs/benchmarks.md):
+ * - `wire` (default): one keep-alive socket per caller, a request written as prepared bytes and
+ *   the answer read by its content-length, as autocannon does; the floor's requester is
+ *   likewise a lean client (one mqtt.js connection);
+ * - `undici`: undici's pool (Node's own fetch engine);
+ * - `http`: node:http's Agent.
+ */
+const CLIENT = option(args, 'client') ?? 'wire';
+if (!['wire', 'undici', 'http'].includes(CLIENT)) throw new Error(`--client must be wire, undici or http\n${USAGE}`);
 for (const [n, v] of Object.entries({ duration, warmup, rounds, devices: DEVICES })) if (!Number.isFinite(v) || v <= 0) throw new Error(`--${n} must be a positive number\n${USAGE}`);
 if (concurrencies.some((c) => !Number.isInteger(c) || c < 1) || Math.max(...concurrencies) > 32 * DEVICES) throw new Error(`--concurrency: whole numbers, at most 32 per device (${32 * DEVICES})`);
 
@@ -135,12 +148,79 @@ function failed(err: Error): void {
   failure ??= err;
 }
 
-/** Skyport's callers: keep-alive node:http POSTs, every answer checked. */
+/** Whether a call's answer is the device's: 200, this device, connected, the argument's length. */
+function checkAnswer(id: string, status: number, text: string, what: string): Error | undefined {
+  if (status === 200) {
+    const r = JSON.parse(text) as { id?: string; connected?: boolean; return_value?: number };
+    if (r.id === id && r.connected === true && r.return_value === ARG.length) return undefined;
+  }
+  return new Error(`${what}: ${status} ${text.slice(0, 300)}`);
+}
+
+/**
+ * Callers on bare keep-alive sockets, one per caller: the request is prepared bytes, and the
+ * answer is read by its content-length (Skyport answers JSON with one; anything else fails).
+ */
+function wireCaller(url: URL, path: (id: string) => string, ids: string[], headers: Record<string, string>, body: string): Call {
+  const requests = new Map(ids.map((id) => [id, Buffer.from(
+    `POST ${path(id)} HTTP/1.1\r\nhost: ${url.host}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`)]));
+  const sockets = new Map<number, { socket: Socket; waiting: ((chunk: Buffer | Error) => void) | undefined }>();
+  const open = (w: number) => new Promise<{ socket: Socket; waiting: ((chunk: Buffer | Error) => void) | undefined }>((resolve, reject) => {
+    const socket = connect({ host: url.hostname, port: Number(url.port), noDelay: true }, () => resolve(entry));
+    const entry = { socket, waiting: undefined as ((chunk: Buffer | Error) => void) | undefined };
+    socket.on('data', (chunk) => entry.waiting?.(chunk));
+    socket.on('error', (err) => { entry.waiting?.(err); reject(err); });
+    socket.on('close', () => { sockets.delete(w); entry.waiting?.(new Error('the server closed the connection')); });
+    onCleanup(async () => { socket.destroy(); });
+    sockets.set(w, entry);
+  });
+  return async (w) => {
+    const id = ids[w % ids.length] as string;
+    const conn = sockets.get(w) ?? (await open(w));
+    const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      let buffered: Buffer = Buffer.alloc(0);
+      const timer = setTimeout(() => finish(new Error(`POST ${path(id)}: no answer within ${CALL_TIMEOUT_MS / 1000} s`)), CALL_TIMEOUT_MS);
+      const finish = (result: { status: number; text: string } | Error) => {
+        clearTimeout(timer);
+        conn.waiting = undefined;
+        if (result instanceof Error) reject(result);
+        else resolve(result);
+      };
+      conn.waiting = (chunk) => {
+        if (chunk instanceof Error) return finish(chunk);
+        buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+        const end = buffered.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = buffered.toString('latin1', 0, end);
+        const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1];
+        if (length === undefined) return finish(new Error(`POST ${path(id)}: an answer without content-length: ${head.slice(0, 200)}`));
+        if (buffered.length < end + 4 + Number(length)) return;
+        finish({ status: Number(head.slice(9, 12)), text: buffered.toString('utf8', end + 4, end + 4 + Number(length)) });
+      };
+      conn.socket.write(requests.get(id) as Buffer);
+    });
+    const err = checkAnswer(id, answer.status, answer.text, `POST ${path(id)}`);
+    if (err) throw err;
+  };
+}
+
+/** Skyport's callers: keep-alive POSTs (undici or node:http, see --client), every answer checked. */
 function httpCaller(base: string, path: (id: string) => string, ids: string[], token: string): Call {
-  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const body = JSON.stringify({ arg: ARG });
   const url = new URL(base);
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+  if (CLIENT === 'wire') return wireCaller(url, path, ids, headers, body);
+  if (CLIENT === 'undici') {
+    const pool = new Pool(url.origin, { connections: 256, pipelining: 1, headersTimeout: CALL_TIMEOUT_MS, bodyTimeout: CALL_TIMEOUT_MS });
+    onCleanup(() => pool.close());
+    return async (w) => {
+      const id = ids[w % ids.length] as string;
+      const res = await pool.request({ method: 'POST', path: path(id), headers, body });
+      const err = checkAnswer(id, res.statusCode, await res.body.text(), `POST ${path(id)}`);
+      if (err) throw err;
+    };
+  }
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   return (w) => new Promise<void>((resolve, reject) => {
     const id = ids[w % ids.length] as string;
     const req = request({ agent, host: url.hostname, port: url.port, method: 'POST', path: path(id), headers, timeout: CALL_TIMEOUT_MS }, (res) => {
@@ -148,13 +228,9 @@ function httpCaller(base: string, path: (id: string) => string, ids: string[], t
       res.setEncoding('utf8');
       res.on('data', (c: string) => { text += c; });
       res.on('end', () => {
-        let ok = res.statusCode === 200;
-        if (ok) {
-          const r = JSON.parse(text) as { id?: string; connected?: boolean; return_value?: number };
-          ok = r.id === id && r.connected === true && r.return_value === ARG.length;
-        }
-        if (ok) resolve();
-        else reject(new Error(`POST ${path(id)}: ${res.statusCode} ${text.slice(0, 300)}`));
+        const err = checkAnswer(id, res.statusCode ?? 0, text, `POST ${path(id)}`);
+        if (err) reject(err);
+        else resolve();
       });
     });
     req.on('timeout', () => req.destroy(new Error(`POST ${path(id)}: no answer within ${CALL_TIMEOUT_MS / 1000} s`)));
@@ -274,16 +350,16 @@ async function main(): Promise<void> {
   const load1 = loadavg();
   const fmt = (n: number | string | null | undefined) => (n === null || n === undefined ? '-' : String(n));
   const lines = [
-    '| scenario | store | callers | calls/s | p50 ms | p99 ms | rate ÷ floor | p50 ÷ floor | server/broker CPU µs per call |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.scenario} | ${r.store ?? '-'} | ${r.concurrency} | ${r.rate} | ${r.p50} | ${r.p99} | ${r.side === 'floor' ? '1.00' : fmt(r.rateRatio?.toFixed(2))} | ${r.side === 'floor' ? '1.00' : fmt(r.p50Ratio?.toFixed(2))} | ${fmt(r.serverUsPerCall)} |`),
+    '| scenario | store | callers | calls/s | p50 ms | p99 ms | rate ÷ floor | p50 ÷ floor | server/broker CPU µs per call | devices µs | callers µs |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.scenario} | ${r.store ?? '-'} | ${r.concurrency} | ${r.rate} | ${r.p50} | ${r.p99} | ${r.side === 'floor' ? '1.00' : fmt(r.rateRatio?.toFixed(2))} | ${r.side === 'floor' ? '1.00' : fmt(r.p50Ratio?.toFixed(2))} | ${fmt(r.serverUsPerCall)} | ${fmt(r.devicesUsPerCall)} | ${r.callersUsPerCall} |`),
   ];
   const goals = rows.filter((r) => r.side === 'skyport').flatMap((r) => [
     ...(r.concurrency === 1 ? [{ goal: `p50 < ${GOAL_P50_MS} ms at 1 caller, ${r.scenario.replace(/^Skyport /, '')}`, store: r.store, value: `${r.p50} ms`, met: r.p50 < GOAL_P50_MS }] : []),
     ...(r.concurrency === 64 ? [{ goal: `rate >= ${GOAL_RATE_RATIO} x floor at 64 callers, ${r.scenario.replace(/^Skyport /, '')}`, store: r.store, value: `${r.rateRatio}`, met: (r.rateRatio ?? 0) >= GOAL_RATE_RATIO }] : []),
   ]);
   const commit = gitCommit();
-  console.log(`\n${date.slice(0, 10)}, ${cpus().length} cores, Node ${process.version}, commit ${commit ?? 'unknown'}, load average ${load0[0]?.toFixed(2)} before, ${load1[0]?.toFixed(2)} after\n\n${lines.join('\n')}\n`);
+  console.log(`\n${date.slice(0, 10)}, ${cpus().length} cores, Node ${process.version}, commit ${commit ?? 'unknown'}, callers on ${{ wire: 'bare sockets', undici: 'undici', http: 'node:http' }[CLIENT]}, load average ${load0[0]?.toFixed(2)} before, ${load1[0]?.toFixed(2)} after\n\n${lines.join('\n')}\n`);
   for (const g of goals) console.log(`${g.met ? 'met    ' : 'NOT MET'}  ${g.goal} [${g.store}]: ${g.value}`);
 
   const dir = join(ROOT, 'bench', 'results');
@@ -292,7 +368,7 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify({
     date, command: ['npm run bench:calls', ...(args.length ? ['--', ...args] : [])].join(' '), commit,
     machine: { cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: load0, loadAverageAfter: load1 },
-    options: { stores, routes, duration, warmup, rounds, concurrencies, devices: DEVICES, mosquitto: MOSQUITTO, arg: ARG },
+    options: { stores, routes, duration, warmup, rounds, concurrencies, devices: DEVICES, mosquitto: MOSQUITTO, arg: ARG, client: CLIENT },
     rows, goals,
   }, null, 2)}\n`);
   console.log(`\nresults: ${file}`);

@@ -2,6 +2,7 @@
 // fleet (product token), a customer's GET /v1/devices, and GET /v1/devices/:id with a customer
 // token, at 1,000 and at 100,000 devices, beside a bare node:http server in the same run.
 //   npm run build && npx tsx bench/fleet.ts [--store embedded|postgres] [--duration 6] [--sizes 1000,100000]
+//     [--only fleet|list|one]
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,9 @@ const args = process.argv.slice(2);
 const store = flag(args, 'store', 'embedded');
 const seconds = Number(flag(args, 'duration', '6'));
 const sizes = flag(args, 'sizes', '1000,100000').split(',').map(Number);
+// --only fleet|list|one runs one scenario (beside the baseline), e.g. to profile it alone.
+const only = flag(args, 'only', '');
+const wanted = (key: string): boolean => !only || only === key;
 const ADMIN = 'postgres://postgres@127.0.0.1:5432/test';
 
 /** Adds devices (and customers, one per 10 devices, each owning one device) straight into storage. */
@@ -86,9 +90,9 @@ async function main(): Promise<void> {
 
     const results: Result[] = [];
     results.push(await load('bare node:http (baseline)', { url: bare }, seconds));
-    results.push(await load('fleet page (25 devices, product token)', { url: `${sky.url}/v1/products/${product.id}/devices?page=3`, headers: { authorization: `Bearer ${productToken}` } }, seconds));
-    results.push(await load("customer's GET /v1/devices", { url: `${sky.url}/v1/devices`, headers: { authorization: `Bearer ${customerToken}` } }, seconds));
-    results.push(await load('GET /v1/devices/:id (customer token)', { url: `${sky.url}/v1/devices/${deviceId}`, headers: { authorization: `Bearer ${customerToken}` } }, seconds));
+    if (wanted('fleet')) results.push(await load('fleet page (25 devices, product token)', { url: `${sky.url}/v1/products/${product.id}/devices?page=3`, headers: { authorization: `Bearer ${productToken}` } }, seconds));
+    if (wanted('list')) results.push(await load("customer's GET /v1/devices", { url: `${sky.url}/v1/devices`, headers: { authorization: `Bearer ${customerToken}` } }, seconds));
+    if (wanted('one')) results.push(await load('GET /v1/devices/:id (customer token)', { url: `${sky.url}/v1/devices/${deviceId}`, headers: { authorization: `Bearer ${customerToken}` } }, seconds));
     out.push(`\n### ${size.toLocaleString('en')} devices, ${(size / 10).toLocaleString('en')} customers (store: ${store}, ${seconds} s per scenario)\n\n${table(results, results[0]?.rps ?? 1)}`);
     console.log(out.at(-1));
   }
