@@ -5,7 +5,7 @@ import type { Clock } from '../platform/clock.js';
 import { TtlCache } from '../platform/ttl-cache.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { Db } from '../storage/db.js';
-import type { DeviceOwner, DeviceRecord, DevicesRepository } from '../repositories/devices.repository.js';
+import type { DeviceOwner, DeviceRecord, DevicesRepository, ListedDevice } from '../repositories/devices.repository.js';
 import type { ProductRecord, ProductsRepository } from '../repositories/products.repository.js';
 import type { CustomersRepository } from '../repositories/customers.repository.js';
 import type { UsersRepository } from '../repositories/users.repository.js';
@@ -135,16 +135,12 @@ export function createDeviceService(deps: {
   // reading its own devices would otherwise read its own row on every request.
   const customerEmails = new TtlCache<string>(clock, 10 * 60_000, 100_000);
 
-  /** Owners' names by `kind:id`; customers whose e-mail the caller already read are not read again. */
-  async function ownerNames(devices: DeviceRecord[], known: Map<string, string> = new Map()): Promise<Map<string, string>> {
+  /** Owners' names by `kind:id`; the customers' e-mails not remembered yet are read in one statement. */
+  async function ownerNames(devices: ListedDevice[]): Promise<Map<string, string>> {
     const names = new Map<string, string>();
-    for (const [id, email] of known) {
-      names.set(`customer:${id}`, email);
-      customerEmails.set(id, email);
-    }
     const missing = new Set<string>();
     for (const d of devices) {
-      if (d.owner?.kind !== 'customer' || known.has(d.owner.id)) continue;
+      if (d.owner?.kind !== 'customer') continue;
       const email = customerEmails.get(d.owner.id);
       if (email === undefined) missing.add(d.owner.id);
       else names.set(`customer:${d.owner.id}`, email);
@@ -162,7 +158,7 @@ export function createDeviceService(deps: {
     return names;
   }
 
-  function view(d: DeviceRecord, names: Map<string, string>): DeviceView {
+  function view(d: ListedDevice, names: Map<string, string>): DeviceView {
     const iso = (x: Date | null) => (x === null ? null : x.toISOString());
     return {
       id: d.id,
@@ -203,8 +199,8 @@ export function createDeviceService(deps: {
     };
   }
 
-  async function views(devices: DeviceRecord[], knownCustomers?: Map<string, string>): Promise<DeviceView[]> {
-    const names = await ownerNames(devices, knownCustomers);
+  async function views(devices: ListedDevice[]): Promise<DeviceView[]> {
+    const names = await ownerNames(devices);
     return devices.map((d) => view(d, names));
   }
 
@@ -296,12 +292,12 @@ export function createDeviceService(deps: {
     async listFleet(product: Pick<ProductRecord, 'id'>, q: { deviceId?: string; deviceName?: string; sortAttr?: string; sortDir?: string; page: number; perPage: number }) {
       if (q.sortDir !== undefined && q.sortDir !== 'asc' && q.sortDir !== 'desc') throw new DomainError('invalid_request', 'sortDir must be asc or desc');
       if (q.deviceId !== undefined && !/^[0-9a-f]{0,24}$/i.test(q.deviceId)) throw new DomainError('invalid_request', 'deviceId must be (the start of) a 24-hex device id');
-      const { devices, total, customerEmails } = await repo.listByProduct(product.id, {
+      const { devices, total } = await repo.listByProduct(product.id, {
         idPrefix: q.deviceId, name: q.deviceName, sort: sortColumnOf(q.sortAttr), descending: q.sortDir === 'desc',
         limit: q.perPage, offset: (q.page - 1) * q.perPage,
       });
       // The page's owners serve both the devices and the `customers` list.
-      const names = await ownerNames(devices, customerEmails);
+      const names = await ownerNames(devices);
       const customers = [...names].flatMap(([key, username]) => (key.startsWith('customer:') ? [{ id: key.slice('customer:'.length), username }] : []));
       return { devices: devices.map((d) => view(d, names)), customers, meta: pageMeta(q.page, q.perPage, total) };
     },
@@ -312,7 +308,7 @@ export function createDeviceService(deps: {
       if (owner) return views(await repo.listByOwner(owner));
       const productId = Number((auth.subject as { productId: string }).productId);
       const fleet = await repo.listByProduct(productId, { sort: 'id', descending: false, limit: 1000, offset: 0 });
-      return views(fleet.devices, fleet.customerEmails);
+      return views(fleet.devices);
     },
 
     /** Rename and notes (any route); development and firmware lock (product routes only). */
