@@ -1,18 +1,22 @@
 import pg from 'pg';
 import './pg-types.js';
 import { statementName } from './statements.js';
+import { rowMaker } from './rows.js';
 import { abortedTransaction, type Db, type Queryable, type QueryOptions } from './db.js';
 
-// A prepared statement goes as a config that names it; others go as (text, values), because pg
-// copies a config object property by property.
-function prepared(text: string, params: readonly unknown[] | undefined): pg.QueryConfig {
-  return { name: statementName(text), text, values: params as unknown[] | undefined };
+// A prepared statement goes as a config that names it, its rows as arrays that a builder
+// compiled for its columns turns into objects (rows.ts; pg grows each row key by key). Others go
+// as (text, values), because pg copies a config object property by property.
+function prepared(text: string, params: readonly unknown[] | undefined): pg.QueryArrayConfig {
+  return { name: statementName(text), text, values: params as unknown[] | undefined, rowMode: 'array' };
 }
 
 /** A statement on the pool or on a transaction's connection, prepared when asked. */
 async function run<Row>(on: pg.Pool | pg.PoolClient, sql: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): Promise<Row[]> {
-  const result = options?.prepare ? await on.query(prepared(sql, params)) : await on.query(sql, params as unknown[] | undefined);
-  return result.rows as Row[];
+  if (!options?.prepare) return (await on.query(sql, params as unknown[] | undefined)).rows as Row[];
+  const result = await on.query(prepared(sql, params));
+  const make = rowMaker(result.fields.map((f) => f.name));
+  return result.rows.map(make) as Row[];
 }
 
 export async function openPostgres(url: string, options: { poolSize?: number } = {}): Promise<Db> {

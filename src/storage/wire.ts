@@ -3,6 +3,7 @@ import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage, CommandCompleteMessage, DataRowMessage, RowDescriptionMessage } from 'pg-protocol/dist/messages.js';
 import { prepareValue } from 'pg/lib/utils.js';
 import { textParser } from './pg-types.js';
+import { parsingRowMaker, type ParsingMakeRow } from './rows.js';
 
 /**
  * The embedded store speaks PostgreSQL's frontend/backend protocol to PGlite as pg speaks it to
@@ -52,37 +53,17 @@ export interface StatementResult<Row> {
   command: string | undefined;
 }
 
-type MakeRow = (values: Array<string | null>, parsers: Array<(text: string) => unknown>) => Record<string, unknown>;
-
-/**
- * Row builders by column list, each compiled once (as pg's own result builder and Fastify's
- * serializer are): an object literal of fixed shape is made several times faster than one
- * grown key by key, and a fleet page has 25 rows of 22 columns. Column names go in as JSON
- * strings, so no name can inject code; a later column of the same name wins, as in pg.
- */
-const makers = new Map<string, MakeRow>();
-function rowMaker(names: string[]): MakeRow {
-  const key = names.join('\0');
-  let make = makers.get(key);
-  if (make === undefined) {
-    const fields = names.map((n, i) => `${JSON.stringify(n)}: v[${i}] === null ? null : p[${i}](v[${i}])`);
-    make = new Function('v', 'p', `return { ${fields.join(', ')} };`) as MakeRow;
-    if (makers.size < 1000) makers.set(key, make);
-  }
-  return make;
-}
-
 /** Reads PostgreSQL's answer to one message buffer: rows of the last row description. */
 export function readResult<Row>(answer: Uint8Array): StatementResult<Row> {
   const bytes = Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
   const out: StatementResult<Row> = { rows: [], error: undefined, command: undefined };
-  let make: MakeRow = () => ({});
+  let make: ParsingMakeRow = () => ({});
   let parsers: Array<(text: string) => unknown> = [];
   new Parser().parse(bytes, (message: BackendMessage) => {
     switch (message.name) {
       case 'rowDescription': {
         const fields = (message as RowDescriptionMessage).fields;
-        make = rowMaker(fields.map((f) => f.name));
+        make = parsingRowMaker(fields.map((f) => f.name));
         parsers = fields.map((f) => textParser(f.dataTypeID));
         out.rows = [];
         break;
