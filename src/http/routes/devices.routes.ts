@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Type } from '@sinclair/typebox';
+import { Type, type Static, type TInteger, type TString } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import { parseIdList } from '../../domain/devices.js';
 import { pageMeta } from '../../domain/paging.js';
@@ -12,7 +12,12 @@ import { Flag, Str, bodyOptional, errorResponses } from '../schemas.js';
 
 const S = Type.String();
 const N = Type.Null();
-const orNull = (t: typeof S | ReturnType<typeof Type.Integer> | ReturnType<typeof Type.Number>) => Type.Union([t, N]);
+/**
+ * The type or null, as OpenAPI 3.0's `nullable`: the response serializer writes it directly,
+ * where for an `anyOf` it tries each branch of every field (a fleet page serialised in about half
+ * the time).
+ */
+const orNull = <T extends TString | TInteger>(t: T) => Type.Unsafe<Static<T> | null>({ ...t, nullable: true });
 /** A device record (reference §6); see docs/api.md for which fields the cloud fills. */
 const DeviceView = Type.Object({
   id: S, name: orNull(S), last_app: N, last_ip_address: orNull(S), last_heard: orNull(S), last_handshake_at: orNull(S),
