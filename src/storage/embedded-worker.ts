@@ -45,7 +45,16 @@ async function script<Row>(sql: string): Promise<StatementResult<Row>> {
  * PGlite has one session. Statements outside a transaction take turns on it; a transaction
  * holds it from BEGIN to its end, and only the transaction's own statements run meanwhile.
  */
-let turn: Promise<unknown> = db.waitReady;
+/**
+ * Statements run on their generic plan. PostgreSQL's default (`auto`) plans a statement afresh
+ * for every execution whose generic plan it estimates dearer than a fresh one, and a parameter in
+ * LIMIT or OFFSET always looks dearer (it assumes a tenth of the rows are read), so the prepared
+ * fleet page was planned on every request: in WebAssembly, a third of the page's time (about
+ * 3,100 -> 4,800 pages/s, docs/benchmarks.md). Unnamed statements are planned at each run either
+ * way, now without looking at the values: Skyport's statements find rows by indexed keys, where
+ * the plan does not depend on them. Native PostgreSQL plans cheaply enough to keep `auto`.
+ */
+let turn: Promise<unknown> = db.waitReady.then(() => db.exec('SET plan_cache_mode = force_generic_plan'));
 function inTurn<T>(work: () => Promise<T>): Promise<T> {
   const result = turn.then(work);
   turn = result.catch(() => undefined);
