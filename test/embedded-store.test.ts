@@ -64,3 +64,24 @@ test('the store vacuums and analyses its tables by itself, as autovacuum would',
     await db.close();
   }
 });
+
+test('a prepared statement with LIMIT and OFFSET parameters keeps its generic plan: not planned again at every run', async () => {
+  const db = await openEmbedded(undefined);
+  try {
+    await db.exec('CREATE TABLE d (id text PRIMARY KEY, product_id integer NOT NULL)');
+    await db.exec('CREATE INDEX ON d (product_id, id)');
+    await db.query("INSERT INTO d SELECT md5(i::text), i % 3 FROM generate_series(1, 3000) i");
+    await db.exec('ANALYZE d');
+    const page = 'SELECT id FROM d WHERE product_id = $1 ORDER BY id LIMIT $2 OFFSET $3';
+    for (let run = 0; run < 8; run++) {
+      const rows = await db.query<{ id: string }>(page, [1, 25, 50], { prepare: true });
+      assert.equal(rows.length, 25);
+    }
+    // Under PostgreSQL's default (`auto`) this statement would count 8 custom plans and no generic one.
+    const [stats] = await db.query<{ generic_plans: number; custom_plans: number }>(
+      'SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1', [page]);
+    assert.deepEqual(stats, { generic_plans: 8, custom_plans: 0 });
+  } finally {
+    await db.close();
+  }
+});
