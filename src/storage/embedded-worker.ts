@@ -42,10 +42,6 @@ async function script<Row>(sql: string): Promise<StatementResult<Row>> {
 }
 
 /**
- * PGlite has one session. Statements outside a transaction take turns on it; a transaction
- * holds it from BEGIN to its end, and only the transaction's own statements run meanwhile.
- */
-/**
  * Statements run on their generic plan. PostgreSQL's default (`auto`) plans a statement afresh
  * for every execution whose generic plan it estimates dearer than a fresh one, and a parameter in
  * LIMIT or OFFSET always looks dearer (it assumes a tenth of the rows are read), so the prepared
@@ -54,7 +50,13 @@ async function script<Row>(sql: string): Promise<StatementResult<Row>> {
  * way, now without looking at the values: Skyport's statements find rows by indexed keys, where
  * the plan does not depend on them. Native PostgreSQL plans cheaply enough to keep `auto`.
  */
-let turn: Promise<unknown> = db.waitReady.then(() => db.exec('SET plan_cache_mode = force_generic_plan'));
+const ready = db.waitReady.then(() => db.exec('SET plan_cache_mode = force_generic_plan'));
+
+/**
+ * PGlite has one session. Statements outside a transaction take turns on it; a transaction
+ * holds it from BEGIN to its end, and only the transaction's own statements run meanwhile.
+ */
+let turn: Promise<unknown> = ready;
 function inTurn<T>(work: () => Promise<T>): Promise<T> {
   const result = turn.then(work);
   turn = result.catch(() => undefined);
