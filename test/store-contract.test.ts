@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { freshStore, STORE } from './helpers/server.js';
+import { afterCommit } from '../src/storage/db.js';
 
 /**
  * What repositories rely on from either store (storage/db.ts), run on the store of the run:
@@ -77,6 +78,40 @@ test(`${STORE}: a transaction whose failed statement was swallowed is rolled bac
     // A script with an error in its middle stores nothing of it (one implicit transaction).
     await assert.rejects(db.exec('INSERT INTO t VALUES (4); INSERT INTO t VALUES (1); INSERT INTO t VALUES (5)'), (err: Error & { code?: string }) => err.code === '23505');
     assert.deepEqual(await db.query('SELECT id FROM t ORDER BY id'), [{ id: 1 }, { id: 3 }]);
+  } finally {
+    await db.close();
+    await store.drop();
+  }
+});
+
+test(`${STORE}: after-commit effects run once the transaction committed, in order, and never after a rollback`, async () => {
+  const store = await freshStore();
+  const db = await store.open();
+  try {
+    await db.exec('CREATE TABLE t (id integer PRIMARY KEY)');
+    const seen: string[] = [];
+    await db.transaction(async (tx) => {
+      await tx.query('INSERT INTO t VALUES (1)');
+      tx.afterCommit(() => seen.push('first'));
+      afterCommit(tx, () => seen.push('second'));
+      // Not yet: a read that ran now (from outside) would still see the row missing.
+      assert.deepEqual(seen, []);
+    });
+    assert.deepEqual(seen, ['first', 'second']);
+
+    await assert.rejects(db.transaction(async (tx) => {
+      tx.afterCommit(() => seen.push('rolled back'));
+      await tx.query('INSERT INTO t VALUES (1)'); // duplicate key
+    }));
+    await assert.rejects(db.transaction(async (tx) => {
+      tx.afterCommit(() => seen.push('swallowed'));
+      await tx.query('INSERT INTO t VALUES (1)').catch(() => undefined);
+    }));
+    assert.deepEqual(seen, ['first', 'second'], 'no effect of a transaction that did not commit');
+
+    // A statement on its own has committed when it returns: its effect runs at once.
+    afterCommit(db, () => seen.push('alone'));
+    assert.deepEqual(seen, ['first', 'second', 'alone']);
   } finally {
     await db.close();
     await store.drop();

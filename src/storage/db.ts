@@ -19,11 +19,56 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/** A transaction's connection: its statements, and what is to happen once it has committed. */
+export interface Tx extends Queryable {
+  /**
+   * Runs `effect` once the transaction has committed, and never if it rolls back: evicting a
+   * cache, telling connections or delivery about the change. Run earlier, such an effect lets a
+   * concurrent read see (and keep) the state from before the commit.
+   */
+  afterCommit(effect: () => void): void;
+}
+
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'embedded';
-  /** Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. */
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in one transaction; it commits when `work` resolves and rolls back when it
+   * throws. A write of several statements takes a `Tx`, never the pool, so that it is all or
+   * nothing.
+   */
+  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/**
+ * Runs `effect` once what was written through `q` is committed: after the commit of a
+ * transaction, or at once for a statement that ran on its own (it committed when it returned).
+ */
+export function afterCommit(q: Queryable, effect: () => void): void {
+  if (isTx(q)) q.afterCommit(effect);
+  else effect();
+}
+
+const isTx = (q: Queryable): q is Tx => typeof (q as Partial<Tx>).afterCommit === 'function';
+
+/**
+ * The effects a transaction collects (Tx.afterCommit) and runs after its COMMIT. One failing
+ * effect does not keep the others from running, nor turns the committed write into an error.
+ */
+export function commitEffects(): { add(effect: () => void): void; run(): void } {
+  const effects: Array<() => void> = [];
+  return {
+    add: (effect) => { effects.push(effect); },
+    run() {
+      for (const effect of effects) {
+        try {
+          effect();
+        } catch (err) {
+          process.emitWarning(`an after-commit effect failed: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+    },
+  };
 }
 
 /**

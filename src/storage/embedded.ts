@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { abortedTransaction, type Db, type Queryable, type QueryOptions } from './db.js';
+import { abortedTransaction, commitEffects, type Db, type Queryable, type QueryOptions } from './db.js';
 import type { EmbeddedReply, EmbeddedRequest, EmbeddedWarning } from './embedded-protocol.js';
 import { statementName } from './statements.js';
 import { readResult, scriptMessage, statementMessage } from './wire.js';
@@ -95,14 +95,16 @@ export async function openEmbedded(dataDir: string | undefined, options: { maint
     // PGlite has a single session; a transaction holds it exclusively until it ends.
     async transaction(work) {
       const tx = await call<number>({ op: 'begin' });
+      const effects = commitEffects();
       let result;
       try {
-        result = await work(on(tx));
+        result = await work({ ...on(tx), afterCommit: effects.add });
       } catch (err) {
         await call({ op: 'end', tx, commit: false }).catch(() => undefined);
         throw err;
       }
       if (!(await call<boolean>({ op: 'end', tx, commit: true }))) throw abortedTransaction();
+      effects.run();
       return result;
     },
     async close() {

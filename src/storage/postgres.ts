@@ -2,7 +2,7 @@ import pg from 'pg';
 import './pg-types.js';
 import { statementName } from './statements.js';
 import { rowMaker } from './rows.js';
-import { abortedTransaction, type Db, type Queryable, type QueryOptions } from './db.js';
+import { abortedTransaction, commitEffects, type Db, type QueryOptions, type Tx } from './db.js';
 
 // A prepared statement goes as a config that names it, its rows as arrays that a builder
 // compiled for its columns turns into objects (rows.ts; pg grows each row key by key). Others go
@@ -35,14 +35,17 @@ export async function openPostgres(url: string, options: { poolSize?: number } =
     exec: async (sql) => { await pool.query(sql); },
     async transaction(work) {
       const conn = await pool.connect();
-      const tx: Queryable = {
+      const effects = commitEffects();
+      const tx: Tx = {
         query: <Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) => run<Row>(conn, sql, params, options),
         exec: async (sql: string) => { await conn.query(sql); },
+        afterCommit: effects.add,
       };
       try {
         await conn.query('BEGIN');
         const result = await work(tx);
         if ((await conn.query('COMMIT')).command === 'ROLLBACK') throw abortedTransaction();
+        effects.run();
         return result;
       } catch (err) {
         await conn.query('ROLLBACK').catch(() => undefined);
