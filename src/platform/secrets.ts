@@ -11,10 +11,14 @@ import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
  * per second. Passwords are chosen by people, so they get argon2id (RFC 9106) instead.
  */
 export interface Secrets {
-  /** A new opaque token: `bytes` random bytes, hex encoded. */
-  token(bytes?: number): string;
+  /** A new opaque token: `bytes` random bytes, hex (or base64url) encoded. */
+  token(bytes?: number, encoding?: 'hex' | 'base64url'): string;
   /** A number with exactly `digits` decimal digits. */
   digits(digits: number): string;
+  /** `length` characters drawn uniformly from `alphabet` (at most 256 characters). */
+  text(length: number, alphabet: string): string;
+  /** A random UUID (RFC 9562, version 4). */
+  uuid(): string;
   sha256(value: string): string;
   /** Constant-time equality of two hex digests. */
   sameDigest(a: string, b: string): boolean;
@@ -65,12 +69,18 @@ export function createSecrets(options: { fastPasswordHashing?: boolean } = {}): 
   const params = options.fastPasswordHashing ? { memoryCost: 1024, timeCost: 1, parallelism: 1 } : ARGON2;
   let dummyHash: Promise<string> | undefined;
   return {
-    token: (bytes = 20) => randomText(bytes),
+    token: (bytes = 20, encoding = 'hex') => randomText(bytes, encoding),
     digits(n) {
       let out = '';
       for (let i = 0; i < n; i++) out += String(randomInt(10));
       return out;
     },
+    text(length, alphabet) {
+      let out = '';
+      for (let i = 0; i < length; i++) out += alphabet[randomInt(alphabet.length)] as string;
+      return out;
+    },
+    uuid: () => crypto.randomUUID(),
     sha256,
     sameDigest(a, b) {
       const x = Buffer.from(a, 'hex');
