@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { freshStore, STORE } from './helpers/server.js';
 import { afterCommit } from '../src/storage/db.js';
+import { faultyDb } from './helpers/faults.js';
 
 /**
  * What repositories rely on from either store (storage/db.ts), run on the store of the run:
@@ -112,6 +113,29 @@ test(`${STORE}: after-commit effects run once the transaction committed, in orde
     // A statement on its own has committed when it returns: its effect runs at once.
     afterCommit(db, () => seen.push('alone'));
     assert.deepEqual(seen, ['first', 'second', 'alone']);
+  } finally {
+    await db.close();
+    await store.drop();
+  }
+});
+
+test(`${STORE}: a crash between two statements of a transaction leaves neither (the test helper other atomicity tests use)`, async () => {
+  const store = await freshStore();
+  const db = faultyDb(await store.open());
+  try {
+    await db.exec('CREATE TABLE t (id integer PRIMARY KEY)');
+    db.crashAt(/INSERT INTO t VALUES \(2\)/);
+    await assert.rejects(db.transaction(async (tx) => {
+      await tx.query('INSERT INTO t VALUES (1)');
+      await tx.query('INSERT INTO t VALUES (2)');
+    }), /simulated crash/);
+    assert.equal(db.crashed, true);
+    assert.deepEqual(await db.query('SELECT id FROM t'), []);
+    // Outside a transaction, the first statement stays: what the helper exposes in a write that is not atomic.
+    db.crashAt(/INSERT INTO t VALUES \(2\)/);
+    await db.query('INSERT INTO t VALUES (1)');
+    await assert.rejects(db.query('INSERT INTO t VALUES (2)'), /simulated crash/);
+    assert.deepEqual(await db.query('SELECT id FROM t'), [{ id: 1 }]);
   } finally {
     await db.close();
     await store.drop();

@@ -68,13 +68,16 @@ export interface TestServerOptions {
   clock?: Clock;
   /** Reuse a store (restart tests); it is not dropped at close. */
   store?: TestStore;
+  /** Puts something between the server and its store (e.g. faultyDb, to crash writes). */
+  wrapDb?: (db: Db) => Db;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const store = options.store ?? (await freshStore());
   const settings = loadSettings({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: process.env.TEST_LOG ?? 'silent', SIGNUP: 'on', ...store.settings, ...options.env });
-  const db = await store.open();
-  await migrate(db);
+  const opened = await store.open();
+  await migrate(opened);
+  const db = options.wrapDb ? options.wrapDb(opened) : opened;
   const clock = options.clock ?? systemClock;
   const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: process.env.TEST_LOG ? undefined : false });
   const { url, mqttUrl, wsUrl } = await skyport.listen({ host: '127.0.0.1', port: 0, mqttPort: 0 });

@@ -1,0 +1,50 @@
+import type { Db, Queryable, Tx } from '../../src/storage/db.js';
+
+/**
+ * A store that fails on demand, to show that a write of several statements is all or nothing:
+ * `crashAt(pattern)` makes the next statement whose text matches `pattern` fail instead of
+ * running, as if the process had died just before it. A write whose statements share one
+ * transaction leaves nothing behind; a write that ran its first statements on their own leaves
+ * them committed.
+ */
+export interface FaultyDb extends Db {
+  crashAt(pattern: RegExp): void;
+  /** Whether the armed crash happened (a test that arms one must see it, or it proves nothing). */
+  readonly crashed: boolean;
+}
+
+export function faultyDb(db: Db): FaultyDb {
+  let armed: RegExp | null = null;
+  let crashed = false;
+  const check = (sql: string) => {
+    if (armed && armed.test(sql)) {
+      armed = null;
+      crashed = true;
+      throw Object.assign(new Error(`simulated crash before: ${sql.trim().split('\n')[0]}`), { code: 'XX000' });
+    }
+  };
+  const wrap = <Q extends Queryable>(q: Q): Q => ({
+    ...q,
+    query: async (sql: string, params?: readonly unknown[], options?: Parameters<Queryable['query']>[2]) => {
+      check(sql);
+      return q.query(sql, params, options);
+    },
+    exec: async (sql: string) => {
+      check(sql);
+      return q.exec(sql);
+    },
+  }) as Q;
+  return {
+    ...wrap(db),
+    kind: db.kind,
+    transaction: (work) => db.transaction((tx: Tx) => work({ ...wrap(tx), afterCommit: tx.afterCommit })),
+    close: () => db.close(),
+    crashAt(pattern) {
+      armed = pattern;
+      crashed = false;
+    },
+    get crashed() {
+      return crashed;
+    },
+  };
+}
