@@ -2,8 +2,8 @@
  * Group commit: callers add items and wait; everything added during one turn of the event loop,
  * and everything added while the flushes in flight run, goes out together in the next flush, in
  * one statement and one transaction. Under load this turns thousands of single-row inserts into
- * a few multi-row ones (the embedded store does about 2,000 single statements a second,
- * DESIGN.md), while a lone caller waits for no timer.
+ * a few multi-row ones (a statement costs about as much for one row as for many, and the
+ * embedded store runs its statements one at a time), while a lone caller waits for no timer.
  *
  * Reads batch the same way: a flush may answer one result per item, in the items' order, and
  * each caller gets its own (a connect storm's thousands of `WHERE id = $1` become a few
@@ -14,10 +14,9 @@
  * that arrives spread out: devices connecting one after another each reach a batcher alone,
  * and each statement costs about the same for one row as for a thousand (see `windowFor`).
  * `inFlight` flushes may run at once (default 1). One is best where each flush ends in a durable
- * commit: what arrives meanwhile waits and goes in the next, larger flush. Token batches on
- * PostgreSQL gave 18,400–24,200 client_credentials tokens/s with one flush at a time against
- * 16,500–21,700 with two and 16,600–20,100 with four, and PostgreSQL used a fifth less CPU
- * (docs/benchmarks.md).
+ * commit: what arrives meanwhile waits and goes in the next, larger flush, instead of paying for
+ * a commit of its own (token batches on PostgreSQL: docs/benchmarks.md, "Measurements behind
+ * design choices").
  */
 export function createBatcher<T, R = void>(flush: (items: T[]) => Promise<R[] | void>, options: { maxBatch?: number; inFlight?: number; waitMs?: number } = {}) {
   const maxBatch = options.maxBatch ?? 500;

@@ -7,8 +7,9 @@ export interface QueryOptions {
   /**
    * A hot statement whose text never depends on data: PostgreSQL keeps it prepared on each
    * pooled connection, so it is parsed and planned once rather than on every call (planning a
-   * fleet page took 0.9 ms, running it 0.2). It must name its result columns: a prepared `*`
-   * fails once a migration adds a column. The embedded store prepares it in its one session.
+   * fleet page cost more than running it: docs/benchmarks.md). It must name its result columns:
+   * a prepared `*` fails once a migration adds a column. The embedded store prepares it in its
+   * one session.
    */
   prepare?: boolean;
 }

@@ -45,8 +45,8 @@ async function script<Row>(sql: string): Promise<StatementResult<Row>> {
  * Statements run on their generic plan. PostgreSQL's default (`auto`) plans a statement afresh
  * for every execution whose generic plan it estimates dearer than a fresh one, and a parameter in
  * LIMIT or OFFSET always looks dearer (it assumes a tenth of the rows are read), so the prepared
- * fleet page was planned on every request: in WebAssembly, a third of the page's time (about
- * 3,100 -> 4,800 pages/s, docs/benchmarks.md). Unnamed statements are planned at each run either
+ * fleet page was planned on every request, and planning in WebAssembly is dear (docs/benchmarks.md,
+ * "Measurements behind design choices"). Unnamed statements are planned at each run either
  * way, now without looking at the values: Skyport's statements find rows by indexed keys, where
  * the plan does not depend on them. Native PostgreSQL plans cheaply enough to keep `auto`.
  */
@@ -145,8 +145,8 @@ function handle(req: EmbeddedRequest): Promise<unknown> {
 
 /**
  * PGlite runs PostgreSQL in single-user mode, without the autovacuum launcher: left alone, its
- * tables are never analysed nor vacuumed, the planner works blind and dead rows pile up (a
- * read of 10,000 devices' configuration states took 7 times longer than after VACUUM ANALYZE).
+ * tables are never analysed nor vacuumed, the planner works blind and dead rows pile up (what
+ * that cost a fleet's configuration reads: docs/architecture.md, "Autovacuum").
  * So this thread does the launcher's work with PostgreSQL's default thresholds (autovacuum
  * vacuum/analyze threshold 50 rows, scale factors 0.2 and 0.1): every `NAPTIME_MS` it looks at
  * the statistics of each table and vacuums or analyses the ones that crossed them. Each of its

@@ -13,9 +13,9 @@ const parseTimestamptzSlowly = pg.types.getTypeParser(1184, 'text') as (text: st
 
 /**
  * timestamptz in a UTC session (`2026-11-23 20:45:36.379256+00`) is ISO 8601 but for the space
- * and the bare offset, and the engine parses ISO text about twice as fast as pg's general parser
- * (a fleet page has a hundred timestamps). Any other form (another time zone, BC, infinity) goes
- * to pg's parser.
+ * and the bare offset, and the engine parses ISO text faster than pg's general parser (a fleet
+ * page has a hundred timestamps; docs/benchmarks.md, "Measurements behind design choices").
+ * Any other form (another time zone, BC, infinity) goes to pg's parser.
  */
 export function parseTimestamptz(text: string): Date | string {
   if (text.length >= 22 && text.length <= 29 && text.charCodeAt(10) === 32 && text.endsWith('+00')) {

@@ -10,7 +10,8 @@ import { parsingRowMaker, type ParsingMakeRow } from './rows.js';
  * a server: the main thread writes the messages of a statement, the store's thread hands them
  * to PostgreSQL and returns its answer as one buffer, and the main thread reads the rows with
  * pg's own parsers (pg-types.ts). PGlite's query() would instead decode every field into a
- * fresh ArrayBuffer and structured-clone the rows across threads: 40% of a fleet page.
+ * fresh ArrayBuffer and structured-clone the rows across threads, much of a fleet page's
+ * time in the store's thread (docs/architecture.md, "PGlite's own thread").
  */
 
 /**
