@@ -1,0 +1,87 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { raw } from './helpers/http.js';
+import { newProduct, signUp } from './helpers/fixtures.js';
+import { configDevice, eventually, provision, type Holdings } from './helpers/device.js';
+import type { ConfigReader } from '../src/services/config/reader.js';
+
+/**
+ * Configuration writes close together, with delivery's reads finishing out of order: each device
+ * must end on the newest committed value. The order is forced through a seam that holds a read
+ * back until the test lets it go, never by sleeping.
+ */
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** Holds back the next `effective` read, once it has read, until `release()`; `reached` resolves when it waits. */
+function readGate() {
+  let armed = false;
+  let reached: () => void = () => undefined;
+  let release: () => void = () => undefined;
+  return {
+    arm(): { reached: Promise<void>; release(): void } {
+      armed = true;
+      const waiting = new Promise<void>((r) => { reached = r; });
+      return { reached: waiting, release: () => release() };
+    },
+    wrap: (reader: ConfigReader): ConfigReader => ({
+      ...reader,
+      async effective(...args) {
+        const result = await reader.effective(...args);
+        if (armed) {
+          armed = false;
+          const go = new Promise<void>((r) => { release = r; });
+          reached();
+          await go;
+        }
+        return result;
+      },
+    }),
+  };
+}
+
+const gate = readGate();
+let server: TestServer;
+before(async () => { server = await startTestServer({ seams: { configReader: gate.wrap } }); });
+after(async () => { await server.close(); });
+
+test('pairs of close fleet writes: every connected device ends on the newest value, though the older write\'s fan-out read last', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const base = `${server.url}/v1/products/${product.id}/config`;
+  const ids = await Promise.all(Array.from({ length: 5 }, () => provision(server.url, token, product.id)));
+  const holdings = ids.map((): Holdings => new Map());
+  const devices = await Promise.all(ids.map((who, i) => configDevice(server.mqttUrl, who, holdings[i] as Holdings)));
+  const inSync = async () => (await raw(`${base}/rollout`, { token })).json as Json;
+  await eventually(async () => ((await inSync()).in_sync === ids.length ? true : undefined));
+
+  for (let pair = 0; pair < 8; pair += 1) {
+    const older = { rgb: { type: 'off' }, sleep: { mode: 'disable', exe_min: 10 + pair } };
+    const newer = { rgb: { type: 'tracker' }, sleep: { mode: 'disable', exe_min: 10 + pair } };
+    for (const d of devices) d.values.length = 0;
+
+    // The older write's fan-out reads, then waits; the newer write commits and is delivered meanwhile.
+    const held = gate.arm();
+    assert.equal((await raw(base, { method: 'PUT', token, json: older })).status, 200);
+    await held.reached;
+    assert.equal((await raw(base, { method: 'PUT', token, json: newer })).status, 200);
+    // Delivered: each device has this pair's sleep setting (its rgb is tracker already after the first pair).
+    await eventually(() => (holdings.every((h) => h.get('sleep')?.value.exe_min === 10 + pair && h.get('rgb')?.value.type === 'tracker') ? true : undefined));
+    held.release();
+
+    // A sentinel in each device's turn, behind whatever the older fan-out queued: a device write
+    // answers once the device applied it, so by then the older fan-out's turn has run.
+    for (const who of ids) {
+      const sentinel = await raw(`${base}/${who.id}`, { method: 'PUT', token, json: { geofence: { interval: 100 + pair } } });
+      assert.equal(sentinel.status, 200, sentinel.text);
+    }
+    devices.forEach((d, i) => {
+      const rgb = d.values.filter((v) => v.module === 'rgb').map((v) => v.value.type as string);
+      assert.ok(!rgb.includes('off'), `pair ${pair}: device ${i} was sent rgb ${rgb.join(' then ')}: the older value after the newer`);
+      assert.equal(holdings[i]?.get('rgb')?.value.type, 'tracker', `pair ${pair}: device ${i} ends on the newest value`);
+    });
+    const rollout = await inSync();
+    assert.equal(rollout.in_sync, ids.length, `pair ${pair}: ${JSON.stringify(rollout)}`);
+  }
+  await Promise.all(devices.map((d) => d.client.endAsync()));
+});
