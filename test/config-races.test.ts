@@ -1,8 +1,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import pg from 'pg';
+import { STORE, startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
+import { engineSchema, newProduct, signUp } from './helpers/fixtures.js';
+import { faultyDb, type FaultyDb } from './helpers/faults.js';
 import { configDevice, eventually, provision, type Holdings } from './helpers/device.js';
 import type { ConfigReader } from '../src/services/config/reader.js';
 
@@ -84,4 +86,45 @@ test('pairs of close fleet writes: every connected device ends on the newest val
     assert.equal(rollout.in_sync, ids.length, `pair ${pair}: ${JSON.stringify(rollout)}`);
   }
   await Promise.all(devices.map((d) => d.client.endAsync()));
+});
+
+test('a fleet write is checked against the schema in force when it gets its turn, not the one before a schema change it waited for', {
+  skip: STORE !== 'postgres' && 'on the embedded store a transaction holds the one session: the second write cannot read before the first commits',
+}, async () => {
+  let db: FaultyDb | undefined;
+  const own = await startTestServer({ wrapDb: (d) => (db = faultyDb(d)) });
+  try {
+    const { token } = await signUp(own.url);
+    const product = await newProduct(own.url, token);
+    const base = `${own.url}/v1/products/${product.id}/config`;
+    const custom = await raw(base, { method: 'PUT', token, headers: { 'content-type': 'application/schema+json' }, body: JSON.stringify(engineSchema()) });
+    assert.equal(custom.status, 200, custom.text);
+
+    // Restoring the default schema (no engine module) is held inside its transaction, after the lock...
+    const held = (db as FaultyDb).pauseAt(/INSERT INTO config_history/);
+    const restoring = raw(base, { method: 'DELETE', token, headers: { 'content-type': 'application/schema+json' }, body: '{}' });
+    await held.reached;
+    // ...while a fleet write that only the custom schema allows comes in and waits for its turn.
+    const writing = raw(base, { method: 'PUT', token, json: { engine: { idle: 900 } } });
+    const admin = new pg.Client({ connectionString: own.settings.databaseUrl });
+    await admin.connect();
+    try {
+      await eventually(async () => {
+        const waiting = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+        return waiting.rows[0].n > 0 ? true : undefined;
+      });
+    } finally {
+      await admin.end();
+    }
+    held.release();
+    assert.equal((await restoring).status, 200);
+    const refused = await writing;
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.json.error, 'invalid_configuration');
+    assert.match(JSON.stringify(refused.json.violations), /Unknown module/);
+    const history = await raw(`${base}/history`, { token });
+    assert.deepEqual(history.json.history.map((h: Json) => `${h.kind} ${h.action}`), ['schema reset', 'schema write'], 'the refused write left no version');
+  } finally {
+    await own.close();
+  }
 });
