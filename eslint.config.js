@@ -17,7 +17,7 @@ export default tseslint.config(
       'no-restricted-imports': ['error', {
         patterns: [
           { group: ['fastify', '@fastify/*', 'pg', '@electric-sql/*', 'node:fs*', 'node:net', 'node:http'], message: 'domain code does no I/O (docs/architecture.md)' },
-          { group: ['../http/*', '../storage/*', '../repositories/*', '../services/*'], message: 'domain depends on nothing outside domain/' },
+          { group: ['**/http/*', '**/storage/*', '**/repositories/*', '**/services/*'], message: 'domain depends on nothing outside domain/' },
         ],
       }],
     },
@@ -27,7 +27,7 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': ['error', {
         patterns: [
-          { group: ['fastify', '@fastify/*', '../http/*'], message: 'services know nothing of HTTP' },
+          { group: ['fastify', '@fastify/*', '**/http/*'], message: 'services know nothing of HTTP' },
           { group: ['pg', '@electric-sql/*'], message: 'services reach storage through repositories' },
         ],
       }],

@@ -38,13 +38,11 @@ import { createPresenceRepository } from './repositories/presence.repository.js'
 import { createPresenceService } from './services/presence.service.js';
 import { createDeviceCallService } from './services/device-calls.service.js';
 import { createEventService } from './services/events.service.js';
-import { createConfigSchemaService } from './services/config-schema.service.js';
 import { createConfigSchemasRepository } from './repositories/config-schemas.repository.js';
-import { createConfigValuesService } from './services/config-values.service.js';
 import { createConfigValuesRepository } from './repositories/config-values.repository.js';
 import { createConfigHistoryRepository } from './repositories/config-history.repository.js';
-import { createConfigHistoryService } from './services/config-history.service.js';
-import { createConfigDeliveryService } from './services/config-delivery.service.js';
+import { createConfiguration } from './services/config/index.js';
+import type { ConfigReader } from './services/config/reader.js';
 import { windowFor } from './storage/batcher.js';
 import { createDeviceConfigStateRepository } from './repositories/device-config-state.repository.js';
 import type { Log } from './platform/log.js';
@@ -71,6 +69,13 @@ export interface SkyportOptions {
   logger?: FastifyServerOptions['logger'];
   /** The bus to other nodes; by default the in-process one. */
   bus?: Bus;
+  /** Places where tests put something between parts, to order events that races would (never set in production). */
+  seams?: Seams;
+}
+
+export interface Seams {
+  /** Wraps what configuration delivery reads (e.g. to hold a fan-out's read back until a later write was delivered). */
+  configReader?: (reader: ConfigReader) => ConfigReader;
 }
 
 export interface ListenAddresses {
@@ -94,7 +99,7 @@ export interface Skyport {
   close(): Promise<void>;
 }
 
-function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, deviceChanges: DeviceChanges, log: () => Log) {
+function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, deviceChanges: DeviceChanges, log: () => Log, seams: Seams) {
   const limiter = new FailureLimiter(clock, {
     maxConsecutive: settings.loginMaxFailures,
     lockoutSeconds: settings.loginLockoutSeconds,
@@ -126,15 +131,12 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
   const oauth = createOAuthService({ tokens, accounts, mfa, customers: customers.directory, audit, clock, settings });
   const deviceCalls = createDeviceCallService({ bus, callTimeoutSeconds: settings.deviceCallTimeoutSeconds });
   const events = createEventService({ bus, clock });
-  const configValuesRepo = createConfigValuesRepository(db);
-  const configHistoryRepo = createConfigHistoryRepository(db);
-  const configSchemas = createConfigSchemaService({ db, repo: createConfigSchemasRepository(db), history: configHistoryRepo, values: configValuesRepo, audit, clock });
-  const configValues = createConfigValuesService({ db, repo: configValuesRepo, history: configHistoryRepo, schemas: configSchemas, clock });
-  const configDelivery = createConfigDeliveryService({
-    bus, values: configValues, state: createDeviceConfigStateRepository(db), valuesRepo: configValuesRepo, devices: devicesRepo, products: productsRepo,
-    clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
+  const config = createConfiguration({
+    db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
+    schemas: createConfigSchemasRepository(db), values: createConfigValuesRepository(db), history: createConfigHistoryRepository(db),
+    state: createDeviceConfigStateRepository(db), products: productsRepo, devices: devicesRepo, wrapReader: seams.configReader,
   });
-  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, claims, deviceCalls, events, configSchemas, configValues, configDelivery, configHistory: createConfigHistoryService({ repo: configHistoryRepo }), devicesRepo };
+  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, claims, deviceCalls, events, config, devicesRepo };
 }
 
 /**
@@ -167,7 +169,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   // Services log through the HTTP app's logger, which is built after them.
   const logs: { app?: Log } = {};
   const serviceLog = (): Log => logs.app ?? { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
-  const services = wireServices(settings, db, clock, secrets, bus, deviceChanges, serviceLog);
+  const services = wireServices(settings, db, clock, secrets, bus, deviceChanges, serviceLog, options.seams ?? {});
   const app = await buildHttpApp({
     settings,
     ...services,
@@ -193,7 +195,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     claim: (id, code) => services.claims.redeem(id, code),
     configHello: (id, hashes) => {
       // The firmware version of the `hello` just before decides which settings apply (SPEC.md §2.6).
-      void presence.described(id).then(() => services.configDelivery.onHello(id, hashes)).catch((err) => app.log.warn({ err, device: id }, 'configuration sync failed'));
+      void presence.described(id).then(() => services.config.delivery.onHello(id, hashes)).catch((err) => app.log.warn({ err, device: id }, 'configuration sync failed'));
     },
   });
   let listeners: { close(): Promise<void> } | undefined;

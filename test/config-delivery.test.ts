@@ -1,10 +1,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import mqtt from 'mqtt';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
 import { newProduct, signUp } from './helpers/fixtures.js';
-import { eventually, provision, type Identity } from './helpers/device.js';
+import { configDevice as deviceSpeakingConfig, eventually, provision, type Holdings, type Identity } from './helpers/device.js';
 
 /**
  * Configuration delivery to a plain mqtt.js device written from docs/device-protocol.md
@@ -16,23 +15,7 @@ let server: TestServer;
 before(async () => { server = await startTestServer({ env: { DEVICE_CALL_TIMEOUT_SECONDS: '1' } }); });
 after(async () => { await server.close(); });
 
-/** A device that keeps what it is sent, answers `answer(module)` (or nothing for 'silent'), and reports its hashes at connect. */
-async function configDevice(who: Identity, held: Map<string, { value: Json; hash: string }>, answer: (module: string) => number | 'silent' = () => 0) {
-  const c = await mqtt.connectAsync(server.mqttUrl, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 0 });
-  const received: string[] = [];
-  c.on('message', (topic, payload) => {
-    if (!topic.endsWith('/cloud/config/set')) return;
-    const m = JSON.parse(payload.toString()) as { id: string; module: string; value: Json; hash: string };
-    received.push(m.module);
-    const status = answer(m.module);
-    if (status === 'silent') return;
-    if (status === 0) held.set(m.module, { value: m.value, hash: m.hash });
-    void c.publishAsync(`devices/${who.id}/config/ack`, JSON.stringify({ id: m.id, status }));
-  });
-  await c.subscribeAsync(`devices/${who.id}/cloud/#`, { qos: 1 });
-  await c.publishAsync(`devices/${who.id}/config/hello`, JSON.stringify({ modules: Object.fromEntries([...held].map(([m, v]) => [m, v.hash])) }), { qos: 1 });
-  return { client: c, received };
-}
+const configDevice = (who: Identity, held: Holdings, answer?: (module: string) => number | 'silent') => deviceSpeakingConfig(server.mqttUrl, who, held, answer);
 
 test('a device takes its configuration at connect, fleet changes at once, and reports only what differs after a reconnect', async () => {
   const { token } = await signUp(server.url);

@@ -19,10 +19,7 @@ import { deviceRoutes } from './routes/devices.routes.js';
 import { deviceCallRoutes } from './routes/device-calls.routes.js';
 import { eventRoutes } from './routes/events.routes.js';
 import { configRoutes } from './routes/config.routes.js';
-import type { ConfigHistoryService } from '../services/config-history.service.js';
-import type { ConfigSchemaService } from '../services/config-schema.service.js';
-import type { ConfigValuesService } from '../services/config-values.service.js';
-import type { ConfigDeliveryService } from '../services/config-delivery.service.js';
+import type { Configuration } from '../services/config/index.js';
 import type { DeviceCallService } from '../services/device-calls.service.js';
 import type { EventService } from '../services/events.service.js';
 import { createGuard } from './auth.js';
@@ -51,10 +48,7 @@ export interface HttpDeps {
   claims: ClaimService;
   deviceCalls: DeviceCallService;
   events: EventService;
-  configSchemas: ConfigSchemaService;
-  configValues: ConfigValuesService;
-  configDelivery: ConfigDeliveryService;
-  configHistory: ConfigHistoryService;
+  config: Configuration;
   health(): Promise<string>;
   /** A pino logger options object, or false (tests). */
   logger?: FastifyServerOptions['logger'];
@@ -131,7 +125,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   customerRoutes(app, { customers: deps.customers, clients: deps.clients, products: deps.products, guard });
   deviceRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, products: deps.products, guard });
   deviceCallRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, products: deps.products, guard });
-  configRoutes(app, { schemas: deps.configSchemas, values: deps.configValues, delivery: deps.configDelivery, history: deps.configHistory, products: deps.products, devices: deps.devices, guard });
+  configRoutes(app, { config: deps.config, products: deps.products, devices: deps.devices, guard });
   eventRoutes(app, { events: deps.events, devices: deps.devices, products: deps.products, guard, keepaliveSeconds: deps.settings.eventsKeepaliveSeconds });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

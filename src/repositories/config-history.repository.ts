@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/db.js';
+import type { Queryable, Tx } from '../storage/db.js';
 
 export type HistoryKind = 'values' | 'schema';
 export type HistoryAction = 'write' | 'reset' | 'rollback';
@@ -46,13 +46,21 @@ export function createConfigHistoryRepository(db: Queryable) {
      * Appends a change inside the transaction that makes it. The caller holds the product's row
      * lock (config writes of a product take turns), so the next version number is free.
      */
-    async append(q: Queryable, e: Omit<HistoryEntry, 'version'>): Promise<number> {
-      const rows = await q.query<{ version: number }>(
+    async append(tx: Tx, e: Omit<HistoryEntry, 'version'>): Promise<number> {
+      const rows = await tx.query<{ version: number }>(
         `INSERT INTO config_history (${COLUMNS})
          SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7, $8, $9 FROM config_history WHERE product_id = $1
          RETURNING version`,
         [e.productId, e.kind, e.deviceId, e.document, e.action, e.rolledBackFrom, e.actor.kind, e.actor.id, e.createdAt]);
       return (rows[0] as { version: number }).version;
+    },
+    /**
+     * The product's newest version: what a reader of configuration takes before it reads values,
+     * to know which writes it may have missed.
+     */
+    async latest(productId: number, q: Queryable = db): Promise<number> {
+      const rows = await q.query<{ v: number | null }>('SELECT MAX(version) AS v FROM config_history WHERE product_id = $1', [productId], { prepare: true });
+      return Number(rows[0]?.v ?? 0);
     },
     async list(productId: number, f: HistoryFilter, page: number, perPage: number): Promise<{ entries: HistoryEntry[]; total: number }> {
       const w = where(productId, f);

@@ -1,5 +1,6 @@
 import type { Queryable } from '../storage/db.js';
-import { FLEET_COLUMNS, fleetDevice, type FleetDevice, type FleetRow } from './config-values.repository.js';
+import type { HeldHash } from '../domain/config/module-hash.js';
+import { FLEET_COLUMNS, fleetDevice, type FleetDevice, type FleetRow } from './devices.repository.js';
 
 export interface HeldModule { module: string; hash: string | null; value: Record<string, unknown> | null; status: 'in_sync' | 'rejected'; code: number | null; refusedHash: string | null; updatedAt: Date }
 
@@ -12,8 +13,6 @@ const held = (r: Row): HeldModule => ({
   status: r.status, code: r.code, refusedHash: r.refused_hash, updatedAt: new Date(r.updated_at),
 });
 
-/** What a fan-out or a rollout count needs of a held module: no value, no time. */
-export type HeldHash = Pick<HeldModule, 'hash' | 'status' | 'refusedHash'>;
 
 type HashRow = { device_id: string; module: string; hash: string | null; status: 'in_sync' | 'rejected'; refused_hash: string | null };
 function byDevice(rows: HashRow[]): Map<string, Map<string, HeldHash>> {

@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/db.js';
+import type { Queryable, Tx } from '../storage/db.js';
 import type { SortColumn } from '../domain/devices.js';
 
 export type DeviceOwner = { kind: 'user' | 'customer'; id: string };
@@ -80,6 +80,16 @@ export interface FleetQuery {
   limit: number;
   offset: number;
 }
+
+/** What the configuration of a fleet device depends on, besides the values (effectiveConfig). */
+export interface FleetDevice { id: string; development: boolean; ownWins: boolean; firmwareVersion: number | null; online: boolean }
+
+export type FleetRow = { id: string; product_id: number | string | null; development: boolean; config_own_wins: boolean; firmware_version: number | null; online: boolean };
+export const FLEET_COLUMNS = 'id, product_id, development, config_own_wins, firmware_version, online';
+export const fleetDevice = (r: FleetRow): FleetDevice & { productId: number | null } => ({
+  id: r.id, productId: r.product_id === null ? null : Number(r.product_id), development: r.development, ownWins: r.config_own_wins,
+  firmwareVersion: r.firmware_version, online: r.online,
+});
 
 export function createDevicesRepository(db: Queryable) {
   async function bumpCount(q: Queryable, productId: number, delta: number): Promise<void> {
@@ -218,6 +228,29 @@ export function createDevicesRepository(db: Queryable) {
       return rows[0] && toDevice(rows[0]);
     },
 
+
+    /** A product's devices as configuration sees them (only the connected ones, to take a fleet change at once). */
+    async fleetDevices(productId: number, options: { onlineOnly: boolean }, q: Queryable = db): Promise<FleetDevice[]> {
+      const rows = await q.query<FleetRow>(`SELECT ${FLEET_COLUMNS} FROM devices WHERE product_id = $1${options.onlineOnly ? ' AND online' : ''}`, [productId]);
+      return rows.map(fleetDevice);
+    },
+    /** One device as configuration sees it. */
+    async fleetDevice(id: string, q: Queryable = db): Promise<(FleetDevice & { productId: number | null }) | undefined> {
+      const rows = await q.query<FleetRow>(`SELECT ${FLEET_COLUMNS} FROM devices WHERE id = $1`, [id]);
+      return rows[0] && fleetDevice(rows[0]);
+    },
+    /**
+     * A fleet write returns regular devices to the fleet: their own values of fleet modules stop
+     * winning (docs/api.md, "Effective configuration").
+     */
+    async followFleet(productId: number, tx: Tx): Promise<void> {
+      await tx.query('UPDATE devices SET config_own_wins = false WHERE product_id = $1 AND NOT development AND config_own_wins', [productId]);
+    },
+    /** The Device OS versions and platforms of a fleet: the smallest publish limit among them is what a fleet write must fit. */
+    async deviceOsVersions(productId: number, q: Queryable = db): Promise<Array<{ systemFirmwareVersion: string | null; platformId: number }>> {
+      const rows = await q.query<{ system_firmware_version: string | null; platform_id: number }>('SELECT DISTINCT system_firmware_version, platform_id FROM devices WHERE product_id = $1', [productId]);
+      return rows.map((r) => ({ systemFirmwareVersion: r.system_firmware_version, platformId: Number(r.platform_id) }));
+    },
   };
 }
 

@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/db.js';
+import type { Queryable, Tx } from '../storage/db.js';
 
 export interface ProductRecord {
   id: number;
@@ -88,6 +88,16 @@ export function createProductsRepository(db: Queryable) {
         `SELECT product_id FROM product_members WHERE product_id IN (SELECT product_id FROM product_members WHERE user_id = $1)
          GROUP BY product_id HAVING count(*) = 1`, [userId]);
       return rows.map((r) => Number(r.product_id));
+    },
+    /**
+     * Every configuration write of a product (values of any scope, its schema) takes the product's
+     * row first, in its transaction: writes take turns, each validates against the schema in force
+     * once it has the turn, history versions count up without gaps, and locks are always taken in
+     * the same order (no deadlock with a fleet write updating device rows). NO KEY UPDATE, so the
+     * foreign keys of other writers (KEY SHARE) never wait on it.
+     */
+    async lockForConfiguration(productId: number, tx: Tx): Promise<void> {
+      await tx.query('SELECT 1 FROM products WHERE id = $1 FOR NO KEY UPDATE', [productId]);
     },
   };
 }

@@ -79,6 +79,35 @@ export async function fakeDevice(mqttUrl: string, who: Identity, spec: {
   };
 }
 
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** What a configuration device holds, module by module, and the order it was sent modules in. */
+export type Holdings = Map<string, { value: Json; hash: string }>;
+
+/**
+ * A device that speaks the configuration protocol of docs/device-protocol.md ("Configuration"):
+ * it reports the hashes of what it holds at connect, keeps what it is sent, and answers
+ * `answer(module)` (0 takes it, a negative code refuses it, 'silent' answers nothing).
+ */
+export async function configDevice(mqttUrl: string, who: Identity, held: Holdings, answer: (module: string) => number | 'silent' = () => 0) {
+  const c = await mqtt.connectAsync(mqttUrl, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 0 });
+  const received: string[] = [];
+  const values: Array<{ module: string; value: Json }> = [];
+  c.on('message', (topic, payload) => {
+    if (!topic.endsWith('/cloud/config/set')) return;
+    const m = JSON.parse(payload.toString()) as { id: string; module: string; value: Json; hash: string };
+    received.push(m.module);
+    values.push({ module: m.module, value: m.value });
+    const status = answer(m.module);
+    if (status === 'silent') return;
+    if (status === 0) held.set(m.module, { value: m.value, hash: m.hash });
+    void c.publishAsync(`devices/${who.id}/config/ack`, JSON.stringify({ id: m.id, status }));
+  });
+  await c.subscribeAsync(`devices/${who.id}/cloud/#`, { qos: 1 });
+  await c.publishAsync(`devices/${who.id}/config/hello`, JSON.stringify({ modules: Object.fromEntries([...held].map(([m, v]) => [m, v.hash])) }), { qos: 1 });
+  return { client: c, received, values };
+}
+
 /** Polls until `f` answers something other than undefined. */
 export async function eventually<T>(f: () => Promise<T | undefined> | T | undefined, ms = 5000): Promise<T> {
   const until = Date.now() + ms;

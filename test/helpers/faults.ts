@@ -9,6 +9,12 @@ import type { Db, Queryable, Tx } from '../../src/storage/db.js';
  */
 export interface FaultyDb extends Db {
   crashAt(pattern: RegExp): void;
+  /**
+   * The next statement matching `pattern` waits, before it runs, until `release()`: a write held
+   * in the middle of its transaction, so that a test can send another request meanwhile.
+   * `reached` resolves once it waits.
+   */
+  pauseAt(pattern: RegExp): { reached: Promise<void>; release(): void };
   /** Whether the armed crash happened (a test that arms one must see it, or it proves nothing). */
   readonly crashed: boolean;
 }
@@ -16,21 +22,28 @@ export interface FaultyDb extends Db {
 export function faultyDb(db: Db): FaultyDb {
   let armed: RegExp | null = null;
   let crashed = false;
-  const check = (sql: string) => {
+  let pause: { pattern: RegExp; reached(): void; go: Promise<void> } | null = null;
+  const check = async (sql: string) => {
     if (armed && armed.test(sql)) {
       armed = null;
       crashed = true;
       throw Object.assign(new Error(`simulated crash before: ${sql.trim().split('\n')[0]}`), { code: 'XX000' });
     }
+    if (pause && pause.pattern.test(sql)) {
+      const { reached, go } = pause;
+      pause = null;
+      reached();
+      await go;
+    }
   };
   const wrap = <Q extends Queryable>(q: Q): Q => ({
     ...q,
     query: async (sql: string, params?: readonly unknown[], options?: Parameters<Queryable['query']>[2]) => {
-      check(sql);
+      await check(sql);
       return q.query(sql, params, options);
     },
     exec: async (sql: string) => {
-      check(sql);
+      await check(sql);
       return q.exec(sql);
     },
   }) as Q;
@@ -42,6 +55,14 @@ export function faultyDb(db: Db): FaultyDb {
     crashAt(pattern) {
       armed = pattern;
       crashed = false;
+    },
+    pauseAt(pattern) {
+      let reached: () => void = () => undefined;
+      let release: () => void = () => undefined;
+      const waiting = new Promise<void>((r) => { reached = r; });
+      const go = new Promise<void>((r) => { release = r; });
+      pause = { pattern, reached, go };
+      return { reached: waiting, release };
     },
     get crashed() {
       return crashed;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { loadSettings, type Settings } from '../../src/config/settings.js';
-import { createSkyport, type Skyport } from '../../src/main.js';
+import { createSkyport, type Seams, type Skyport } from '../../src/main.js';
 import { manualClock, systemClock, type Clock } from '../../src/platform/clock.js';
 import { createSecrets } from '../../src/platform/secrets.js';
 import type { Db } from '../../src/storage/db.js';
@@ -70,6 +70,8 @@ export interface TestServerOptions {
   store?: TestStore;
   /** Puts something between the server and its store (e.g. faultyDb, to crash writes). */
   wrapDb?: (db: Db) => Db;
+  /** Puts something between parts of the server, to order what races would (createSkyport's seams). */
+  seams?: Seams;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -79,7 +81,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   await migrate(opened);
   const db = options.wrapDb ? options.wrapDb(opened) : opened;
   const clock = options.clock ?? systemClock;
-  const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: process.env.TEST_LOG ? undefined : false });
+  const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: process.env.TEST_LOG ? undefined : false, ...(options.seams ? { seams: options.seams } : {}) });
   const { url, mqttUrl, wsUrl } = await skyport.listen({ host: '127.0.0.1', port: 0, mqttPort: 0 });
   return {
     url,

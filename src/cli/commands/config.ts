@@ -8,8 +8,9 @@ import { contextOf, type CliContext } from '../lib/context.js';
 import { progress, table } from '../lib/output.js';
 import {
   bodyOf, brief, changeLines, isObject, needed, parseJsonObject, readJsonObject, refusal, refusalListing, seg,
-  violationLine, violationsOf, wholeNumberOf, type ChangeView, type JsonObject,
+  violationLine, violationsOf, wholeNumberOf, type JsonObject,
 } from '../lib/json-input.js';
+import type { DeviceConfigView, DiffView, ExplainView, HistoryDocumentView, HistoryEntryView, RolloutView } from '../../domain/config/views.js';
 
 /**
  * Configuration values of a product's fleet and devices (docs/api.md, "Configuration"): read,
@@ -28,23 +29,13 @@ function targetOf(ctx: CliContext, opts: Where, what: string): Target {
   return { api, product, device, base, path: device === undefined ? base : `${base}/${seg(device)}` };
 }
 
-interface ModuleDelivery { state: 'in_sync' | 'pending' | 'rejected'; code: number | null; since: string | null }
-interface DeviceConfig {
-  configuration: { current: JsonObject; pending: JsonObject };
-  sources: Record<string, string>;
-  rejected: Record<string, number>;
-  delivery: Record<string, ModuleDelivery>;
-  outside_firmware_range: Array<{ path: string; minimumFirmwareVersion?: number; maximumFirmwareVersion?: number }>;
-}
-interface Rollout { devices: number; in_sync: number; pending: number; pending_online: number; rejected: number; modules: Record<string, { in_sync: number; pending: number; rejected: number }> }
-interface HistoryEntry { version: number; kind: 'values' | 'schema'; device_id: string | null; action: string; rolled_back_from: number | null; by: { kind: string; id: string } | null; at: string }
 
 const pretty = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** What a device holds or is about to hold: per module, the pending value, else the confirmed one. */
-function effectiveOf(c: DeviceConfig): JsonObject {
+function effectiveOf(c: DeviceConfigView): JsonObject {
   const out: JsonObject = {};
   for (const m of Object.keys(c.delivery)) out[m] = c.configuration.pending[m] ?? c.configuration.current[m];
   return out;
@@ -195,12 +186,12 @@ async function edit(ctx: CliContext, t: Target): Promise<void> {
 
 // ---- status ----
 
-const rolloutLine = (r: Rollout) => `${plural(r.devices, 'device')}: ${r.in_sync} in sync, ${r.pending} pending (${r.pending_online} connected), ${r.rejected} refused`;
-const rolloutText = (r: Rollout) => {
+const rolloutLine = (r: RolloutView) => `${plural(r.devices, 'device')}: ${r.in_sync} in sync, ${r.pending} pending (${r.pending_online} connected), ${r.rejected} refused`;
+const rolloutText = (r: RolloutView) => {
   const rows = Object.entries(r.modules).map(([module, m]) => ({ module, ...m }));
   return `${rolloutLine(r)}\n${rows.length === 0 ? '' : table(rows, [['MODULE', (m) => m.module], ['IN SYNC', (m) => m.in_sync], ['PENDING', (m) => m.pending], ['REFUSED', (m) => m.rejected]])}`;
 };
-const deliveryText = (c: DeviceConfig) => {
+const deliveryText = (c: DeviceConfigView) => {
   const rows = Object.entries(c.delivery).map(([module, d]) => ({ module, ...d, source: c.sources[module] }));
   const outside = c.outside_firmware_range.map((o) => `outside the firmware range: ${o.path} (firmware ${o.minimumFirmwareVersion ?? ''}-${o.maximumFirmwareVersion ?? ''})`);
   return table(rows, [['MODULE', (m) => m.module], ['STATE', (m) => m.state], ['SOURCE', (m) => m.source], ['CODE', (m) => m.code], ['SINCE', (m) => m.since]])
@@ -266,7 +257,7 @@ export function registerConfigCommands(program: Command): void {
         const own = await ownValues({ ...t, device: t.device });
         return ctx.out.result({ configuration: own }, () => pretty(own));
       }
-      const answer = await t.api.request<DeviceConfig>('GET', t.path);
+      const answer = await t.api.request<DeviceConfigView>('GET', t.path);
       ctx.out.result(answer, () => pretty(effectiveOf(answer)));
       if (!ctx.out.json) {
         const pending = Object.entries(answer.delivery).filter(([, d]) => d.state === 'pending').map(([m]) => m);
@@ -324,7 +315,7 @@ export function registerConfigCommands(program: Command): void {
         page: opts.page === undefined ? undefined : wholeNumberOf('--page', opts.page, 1, 1_000_000),
         per_page: opts.perPage === undefined ? undefined : wholeNumberOf('--per-page', opts.perPage, 1, 1000),
       };
-      const answer = await t.api.request<{ history: HistoryEntry[]; meta: { page: number; total: number; total_pages: number } }>('GET', `${t.base}/history`, { query });
+      const answer = await t.api.request<{ history: HistoryEntryView[]; meta: { page: number; total: number; total_pages: number } }>('GET', `${t.base}/history`, { query });
       ctx.out.result(answer, () => {
         if (answer.history.length === 0) return 'no changes recorded\n';
         const rows = table(answer.history, [
@@ -332,7 +323,7 @@ export function registerConfigCommands(program: Command): void {
           ['KIND', (h) => h.kind],
           ['SCOPE', (h) => (h.kind === 'schema' ? 'product' : h.device_id ?? 'fleet')],
           ['ACTION', (h) => (h.rolled_back_from ? `${h.action} of ${h.rolled_back_from}` : h.action)],
-          ['BY', (h) => (h.by ? `${h.by.kind} ${h.by.id}` : null)],
+          ['BY', (h) => `${h.by.kind} ${h.by.id}`],
           ['AT', (h) => h.at],
         ]);
         const m = answer.meta;
@@ -349,7 +340,7 @@ export function registerConfigCommands(program: Command): void {
       const t = targetOf(ctx, { product: opts.product }, 'config diff');
       const v = wholeNumberOf('the version', version, 1, 2_147_483_647);
       const against = opts.against === undefined ? undefined : wholeNumberOf('--against', opts.against, 1, 2_147_483_647);
-      const answer = await t.api.request<{ from: number | null; to: number; kind: string; device_id: string | null; changes: ChangeView[] }>('GET', `${t.base}/history/${v}/diff`, { query: { against } });
+      const answer = await t.api.request<DiffView>('GET', `${t.base}/history/${v}/diff`, { query: { against } });
       ctx.out.result(answer, () => {
         const scope = answer.kind === 'schema' ? 'schema' : `values, ${answer.device_id ? `device ${answer.device_id}` : 'fleet'}`;
         const from = answer.from === null ? (answer.kind === 'schema' ? 'the default schema' : 'no values') : `version ${answer.from}`;
@@ -365,7 +356,7 @@ export function registerConfigCommands(program: Command): void {
       const t = targetOf(ctx, { product: opts.product }, 'config rollback');
       const v = wholeNumberOf('the version', version, 1, 2_147_483_647);
       // Which scope the version is of (and a 404 for an unknown version) before anything changes.
-      const entry = await t.api.request<HistoryEntry>('GET', `${t.base}/history/${v}`);
+      const entry = await t.api.request<HistoryDocumentView>('GET', `${t.base}/history/${v}`);
       const res = await t.api.fetch('POST', `${t.base}/history/${v}/rollback`);
       const raw = await bodyOf(res);
       const body = isObject(raw) ? raw : {};
@@ -382,10 +373,7 @@ export function registerConfigCommands(program: Command): void {
     .action(async (opts: Where, cmd: Command) => {
       const ctx = await contextOf(cmd);
       const t = targetOf(ctx, { ...opts, device: needed('--device', opts.device, 'config explain') }, 'config explain');
-      const answer = await t.api.request<{
-        development: boolean; device_values_win: boolean; firmware_version: number | null;
-        settings: Array<{ path: string; value: unknown; source: string }>; outside_firmware_range: DeviceConfig['outside_firmware_range'];
-      }>('GET', `${t.path}/explain`);
+      const answer = await t.api.request<ExplainView>('GET', `${t.path}/explain`);
       ctx.out.result(answer, () => `development ${answer.development ? 'yes' : 'no'}; device values win: ${answer.device_values_win ? 'yes' : 'no'}; firmware ${answer.firmware_version ?? 'not reported'}\n`
         + table(answer.settings, [['PATH', (s) => s.path], ['VALUE', (s) => brief(s.value, 60)], ['SOURCE', (s) => s.source]])
         + answer.outside_firmware_range.map((o) => `outside the firmware range: ${o.path}\n`).join(''));
@@ -401,13 +389,13 @@ export function registerConfigCommands(program: Command): void {
       const t = targetOf(ctx, opts, 'config status');
       const intervalMs = (opts.interval === undefined ? 2 : wholeNumberOf('--interval', opts.interval, 1, 3600)) * 1000;
       if (t.device === undefined) {
-        const read = () => t.api.request<Rollout>('GET', `${t.base}/rollout`);
+        const read = () => t.api.request<RolloutView>('GET', `${t.base}/rollout`);
         const r = opts.watch
           ? await watch(read, (x) => ({ total: x.devices, done: x.devices - x.pending, settled: x.pending_online === 0, line: rolloutLine(x) }), intervalMs)
           : await read();
         return ctx.out.result(r, () => rolloutText(r));
       }
-      const read = () => t.api.request<DeviceConfig>('GET', t.path);
+      const read = () => t.api.request<DeviceConfigView>('GET', t.path);
       const c = opts.watch
         ? await watch(read, (x) => {
           const states = Object.values(x.delivery);

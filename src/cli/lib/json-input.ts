@@ -58,7 +58,8 @@ export function brief(v: unknown, max = 80): string {
   return s.length > max ? `${s.slice(0, max - 3)}...` : s;
 }
 
-export interface ChangeView { path: string; op: 'add' | 'remove' | 'replace'; from?: unknown; to?: unknown }
+export type { Change as ChangeView } from '../../domain/config/diff.js';
+import type { Change as ChangeView } from '../../domain/config/diff.js';
 
 /** `~ /rgb/type: "off" -> "tracker"`, `+ /sleep: {...}`, `- /rgb: {...}`, one change a line. */
 export function changeLines(changes: readonly ChangeView[]): string {

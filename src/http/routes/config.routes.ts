@@ -1,11 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { DomainError, isDomainError } from '../../domain/errors.js';
+import { DomainError } from '../../domain/errors.js';
 import { accountOf } from '../../services/audit-account.js';
-import { documentOf, type ConfigHistoryService } from '../../services/config-history.service.js';
-import type { ConfigSchemaService } from '../../services/config-schema.service.js';
-import type { ConfigValuesService } from '../../services/config-values.service.js';
-import { rejectedError, type ConfigDeliveryService } from '../../services/config-delivery.service.js';
+import type { Configuration } from '../../services/config/index.js';
+import type { Author, DeviceWrite, SchemaWrite } from '../../services/config/writes.js';
 import type { DeviceService } from '../../services/devices.service.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
@@ -23,22 +21,20 @@ const wantsSchema = (req: FastifyRequest) => String(req.headers.accept ?? '').to
 const sentSchema = (req: FastifyRequest) => String(req.headers['content-type'] ?? '').toLowerCase().startsWith(SCHEMA_TYPE);
 
 /**
- * Product configuration (SPEC.md §4.5-4.6; reference tracker-configuration §4): the content type
- * selects schema (`application/schema+json`) or values (`application/json`). Writes replace the
- * whole object; an empty body resets. The routes live in their own plugin scope, whose JSON
- * parser takes an empty body (the console's "reset to default" sends one).
+ * Product configuration (docs/api.md, "Configuration"): the content type selects schema
+ * (`application/schema+json`) or values (`application/json`). Writes replace the whole object; an
+ * empty body resets. Each write is one call of the configuration's use cases, which also deliver
+ * it. The routes live in their own plugin scope, whose JSON parser takes an empty body (the
+ * console's "reset to default" sends one).
  */
-type ConfigDeps = {
-  schemas: ConfigSchemaService; values: ConfigValuesService; delivery: ConfigDeliveryService; history: ConfigHistoryService;
-  products: ProductService; devices: DeviceService; guard: Guard;
-};
+type ConfigDeps = { config: Configuration; products: ProductService; devices: DeviceService; guard: Guard };
 
 export function configRoutes(root: FastifyInstance, deps: ConfigDeps): void {
   root.register(async (app) => routes(app, deps));
 }
 
 function routes(app: FastifyInstance, deps: ConfigDeps): void {
-  const { schemas, values, delivery, history, products, devices } = deps;
+  const { config, products, devices } = deps;
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
@@ -49,110 +45,99 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
       done(new DomainError('invalid_request', 'The body is not valid JSON'), undefined);
     }
   });
-  const console = deps.guard({ subjects: ['user', 'product'] });
+  const teamOnly = deps.guard({ subjects: ['user', 'product'] });
   const productOf = (req: FastifyRequest) => products.access(authOf(req), (req.params as { productIdOrSlug: string }).productIdOrSlug);
-  const actorOf = (req: FastifyRequest) => accountOf(authOf(req).subject);
-  type Product = Awaited<ReturnType<typeof productOf>>;
-  type Device = Awaited<ReturnType<typeof devices.inProduct>>;
+  const authorOf = (req: FastifyRequest): Author => ({ account: accountOf(authOf(req).subject), ip: req.ip });
+  /** The product and the device of a device route: 404 unless the device is in the product. */
+  const deviceOf = async (req: FastifyRequest<{ Params: { productIdOrSlug: string; deviceId: string } }>) => {
+    const product = await productOf(req);
+    return { product, device: await devices.inProduct(product, req.params.deviceId) };
+  };
 
   // The schema arrives as text: it is parsed and checked by the service, whose errors say more
   // than a parser's would, and its key order must survive.
   app.addContentTypeParser(SCHEMA_TYPE, { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-  const sendSchema = async (reply: FastifyReply, product: Awaited<ReturnType<typeof productOf>>) => {
-    const { text } = await schemas.current(product);
+  const sendSchema = async (reply: FastifyReply, productId: number) => {
+    const { text } = await config.reader.schema(productId);
     return reply.type(`${SCHEMA_TYPE}; charset=utf-8`).send(text);
   };
+  const deviceAnswer = (reply: FastifyReply, done: DeviceWrite) => reply.code(done.applied ? 200 : 202).send(done.view);
+  const schemaAnswer = (message: string, done: SchemaWrite) => ({ ok: true as const, message: keptAsideMessage(message, done.kept_aside), ...done });
 
   app.get<{ Params: { productIdOrSlug: string } }>('/v1/products/:productIdOrSlug/config', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: `The fleet's values {configuration}, or the schema with Accept: ${SCHEMA_TYPE}`, params: P, produces: ['application/json', SCHEMA_TYPE], response: errorResponses(400, 401, 403) },
   }, async (req, reply) => {
     const product = await productOf(req);
-    if (!wantsSchema(req)) return values.fleet(product);
-    return sendSchema(reply, product);
+    if (wantsSchema(req)) return sendSchema(reply, product.id);
+    const { schema } = await config.reader.schema(product.id);
+    return { configuration: config.reader.fleetView(schema, await config.reader.fleetValues(product.id, schema)) };
   });
 
   app.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/v1/products/:productIdOrSlug/config/:deviceId', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: `A device's configuration {configuration:{current, pending}}, or the schema with Accept: ${SCHEMA_TYPE}`, params: PD, produces: ['application/json', SCHEMA_TYPE], response: errorResponses(400, 401, 403, 404) },
   }, async (req, reply) => {
-    const product = await productOf(req);
-    const device = await devices.inProduct(product, req.params.deviceId);
-    if (!wantsSchema(req)) return delivery.status(product, device);
-    return sendSchema(reply, product);
+    const { product, device } = await deviceOf(req);
+    if (wantsSchema(req)) return sendSchema(reply, product.id);
+    return config.status.device(product.id, device.id);
   });
 
   /**
-   * A device write's answer (DESIGN.md): 200 when the online device took it, 400 when it refused,
-   * a timeout when it did not answer (the change stays pending), 202 when it is offline (it gets
-   * it when it connects).
+   * A device write answers (docs/api.md, "Delivery") 200 when the online device took it, 400 when
+   * it refused, a timeout when it did not answer (the change stays pending), 202 when it is
+   * offline (it gets it when it connects).
    */
-  async function deliverToDevice(reply: FastifyReply, product: Product, device: Device, version: number) {
-    const results = await delivery.sync(product, device);
-    if (results.some((r) => r.status === 'rejected')) throw rejectedError(results);
-    if (results.some((r) => r.status === 'pending' && r.reason === 'timeout')) {
-      throw new DomainError('device_timeout', 'The device did not acknowledge the configuration in time; the change is stored and stays pending');
-    }
-    const offline = results.some((r) => r.status === 'pending');
-    return reply.code(offline ? 202 : 200).send({ ...(await delivery.status(product, device)), version });
-  }
-
   app.put<{ Params: { productIdOrSlug: string; deviceId: string }; Querystring: DryRunQuery; Body: unknown }>('/v1/products/:productIdOrSlug/config/:deviceId', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: "Replace a fleet device's own values (empty body: back to inheritance; ?dry_run=true checks and previews)", params: PD, querystring: DryRun, response: errorResponses(400, 401, 403, 404, 415) },
   }, async (req, reply) => {
-    const product = await productOf(req);
-    const device = await devices.inProduct(product, req.params.deviceId);
+    const { product, device } = await deviceOf(req);
     if (sentSchema(req)) throw new DomainError('unsupported_media_type', 'A schema is set for the whole product: PUT /v1/products/:p/config');
-    if (flagValue(req.query.dry_run)) return values.previewDevice(product, device, req.body);
-    const { version } = await values.setDevice(product, device, req.body, { actor: actorOf(req) });
-    return deliverToDevice(reply, product, device, version);
+    if (flagValue(req.query.dry_run)) return config.previews.device(product.id, device.id, req.body);
+    return deviceAnswer(reply, await config.writes.replaceDeviceValues(product, device.id, req.body, authorOf(req)));
   });
 
   app.put<{ Params: { productIdOrSlug: string }; Querystring: DryRunQuery; Body: unknown }>('/v1/products/:productIdOrSlug/config', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: `Replace the fleet's values (application/json; empty body resets) or the schema (${SCHEMA_TYPE}); ?dry_run=true checks and previews`, params: P, querystring: DryRun, consumes: ['application/json', SCHEMA_TYPE], response: errorResponses(400, 401, 403, 415, 422) },
   }, async (req) => {
     const product = await productOf(req);
     const dryRun = flagValue(req.query.dry_run);
     if (!sentSchema(req)) {
-      if (dryRun) return values.previewFleet(product, req.body);
-      const answer = await values.setFleet(product, req.body, { actor: actorOf(req) });
-      delivery.fleetChanged(product);
-      return answer;
+      if (dryRun) return config.previews.fleet(product.id, req.body);
+      return config.writes.replaceFleetValues(product, req.body, authorOf(req));
     }
     if (typeof req.body !== 'string') throw new DomainError('invalid_request', 'The schema body is missing');
-    if (dryRun) return schemas.preview(product, req.body);
-    const saved = await schemas.replace(product, req.body, authOf(req), req.ip);
-    return { ok: true as const, message: keptAsideMessage('Schema saved', saved.kept_aside), ...saved };
+    if (dryRun) return config.previews.schema(product.id, req.body);
+    return schemaAnswer('Schema saved', await config.writes.replaceSchema(product, req.body, authorOf(req)));
   });
 
   app.delete<{ Params: { productIdOrSlug: string }; Body: unknown }>('/v1/products/:productIdOrSlug/config', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: `Restore the default schema (Content-Type: ${SCHEMA_TYPE}); 404 when it already is`, params: P, consumes: [SCHEMA_TYPE], response: errorResponses(400, 401, 403, 404, 415) },
   }, async (req) => {
     const product = await productOf(req);
     if (!sentSchema(req)) throw new DomainError('unsupported_media_type', `Send Content-Type: ${SCHEMA_TYPE} to restore the default schema`);
-    const restored = await schemas.restoreDefault(product, authOf(req), req.ip);
-    return { ok: true as const, message: keptAsideMessage('Schema reverted to default', restored.kept_aside), ...restored };
+    return schemaAnswer('Schema reverted to default', await config.writes.restoreDefaultSchema(product, authorOf(req)));
   });
 
   app.get<{ Params: { productIdOrSlug: string } }>('/v1/products/:productIdOrSlug/config/rollout', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: 'Rollout progress: devices (and modules) in sync, pending, or refused by the device', params: P, response: errorResponses(400, 401, 403) },
-  }, async (req) => delivery.rollout(await productOf(req)));
+  }, async (req) => config.status.rollout((await productOf(req)).id));
 
   app.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/v1/products/:productIdOrSlug/config/:deviceId/explain', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: "Every setting of a device's effective configuration with its source (default, fleet, device)", params: PD, response: errorResponses(400, 401, 403, 404) },
   }, async (req) => {
-    const product = await productOf(req);
-    return values.explain(product, await devices.inProduct(product, req.params.deviceId));
+    const { product, device } = await deviceOf(req);
+    return config.status.explain(product.id, device.id);
   });
 
   app.get<{ Params: { productIdOrSlug: string }; Querystring: { kind?: 'values' | 'schema'; device_id?: string; page?: number; per_page?: number } }>('/v1/products/:productIdOrSlug/config/history', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: {
       tags: ['configuration'], summary: "The product's configuration changes, newest first (?kind=values|schema, ?device_id=ID or fleet)", params: P,
       querystring: Type.Intersect([Pagination, Type.Object({ kind: Type.Optional(Type.Union([Type.Literal('values'), Type.Literal('schema')])), device_id: Type.Optional(Str(100)), access_token: Type.Optional(Str(200)) })]),
@@ -161,47 +146,30 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
   }, async (req) => {
     const product = await productOf(req);
     const { kind, device_id: deviceId, page = 1, per_page: perPage = 25 } = req.query;
-    return history.list(product, { kind, deviceId: deviceId === 'fleet' ? undefined : deviceId, fleet: deviceId === 'fleet', page, perPage });
+    return config.history.list(product, { kind, deviceId: deviceId === 'fleet' ? undefined : deviceId, fleet: deviceId === 'fleet', page, perPage });
   });
 
   app.get<{ Params: VersionParams }>('/v1/products/:productIdOrSlug/config/history/:version', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: 'One configuration change and the document it left in force', params: PV, response: errorResponses(400, 401, 403, 404) },
-  }, async (req) => history.get(await productOf(req), req.params.version));
+  }, async (req) => config.history.get(await productOf(req), req.params.version));
 
   app.get<{ Params: VersionParams; Querystring: { against?: number } }>('/v1/products/:productIdOrSlug/config/history/:version/diff', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: {
       tags: ['configuration'], summary: 'What a change changed, as JSON pointers (against the previous version of its scope, or ?against=N)', params: PV,
       querystring: Type.Object({ against: Type.Optional(Type.Integer({ minimum: 1 })), access_token: Type.Optional(Str(200)) }), response: errorResponses(400, 401, 403, 404),
     },
-  }, async (req) => history.diff(await productOf(req), req.params.version, req.query.against));
+  }, async (req) => config.history.diff(await productOf(req), req.params.version, req.query.against));
 
   app.post<{ Params: VersionParams; Body: unknown }>('/v1/products/:productIdOrSlug/config/history/:version/rollback', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: 'Restore the document of a version to its scope: a new change, delivered like any write', params: PV, response: errorResponses(400, 401, 403, 404, 422) },
   }, async (req, reply) => {
-    const product = await productOf(req);
-    const entry = await history.find(product, req.params.version);
-    const change = { actor: actorOf(req), rolledBackFrom: entry.version };
-    if (entry.kind === 'schema') {
-      const done = entry.document === null
-        ? await schemas.restoreDefault(product, authOf(req), req.ip, change).catch((err: unknown) => {
-          if (isDomainError(err) && err.code === 'not_found') throw new DomainError('invalid_request', 'The schema is already the default: nothing to roll back');
-          throw err;
-        })
-        : await schemas.replace(product, entry.document, authOf(req), req.ip, change);
-      return { ok: true as const, message: keptAsideMessage(`Schema of version ${entry.version} restored`, done.kept_aside), ...done };
-    }
-    const document = documentOf(entry);
-    if (entry.deviceId === null) {
-      const answer = await values.setFleet(product, document, change);
-      delivery.fleetChanged(product);
-      return answer;
-    }
-    const device = await devices.inProduct(product, entry.deviceId);
-    const { version } = await values.setDevice(product, device, document, change);
-    return deliverToDevice(reply, product, device, version);
+    const done = await config.writes.rollback(await productOf(req), req.params.version, authorOf(req));
+    if (done.scope === 'schema') return schemaAnswer(`Schema of version ${done.version} restored`, done.answer);
+    if (done.scope === 'fleet') return done.answer;
+    return deviceAnswer(reply, done.answer);
   });
 }
 

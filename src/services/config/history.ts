@@ -1,12 +1,13 @@
-import { DomainError } from '../domain/errors.js';
-import { diffJson } from '../domain/config/diff.js';
-import { defaultSchema } from '../domain/config/default-schema.js';
-import { pageMeta } from '../domain/paging.js';
-import type { ConfigHistoryRepository, HistoryEntry, HistoryKind } from '../repositories/config-history.repository.js';
-import type { ProductRecord } from '../repositories/products.repository.js';
+import { DomainError } from '../../domain/errors.js';
+import { diffJson } from '../../domain/config/diff.js';
+import { defaultSchema } from '../../domain/config/default-schema.js';
+import { pageMeta } from '../../domain/paging.js';
+import type { ConfigHistoryRepository, HistoryEntry, HistoryKind } from '../../repositories/config-history.repository.js';
+import type { DiffView, HistoryDocumentView, HistoryEntryView } from '../../domain/config/views.js';
+import type { ProductRecord } from '../../repositories/products.repository.js';
 
 /** One change as the API shows it. */
-function view(e: HistoryEntry) {
+function view(e: HistoryEntry): HistoryEntryView {
   return {
     version: e.version, kind: e.kind, device_id: e.deviceId, action: e.action, rolled_back_from: e.rolledBackFrom,
     by: e.actor, at: e.createdAt.toISOString(),
@@ -22,7 +23,7 @@ export function documentOf(e: HistoryEntry): Record<string, unknown> {
 /**
  * The configuration history of a product: every schema change and every write of fleet or device
  * values, with who and when; the difference between two versions of one scope. Rolling back is
- * a write like any other (routes/config.routes.ts), recorded with the version it restored.
+ * a write like any other (writes.ts), recorded with the version it restored.
  */
 export function createConfigHistoryService(deps: { repo: ConfigHistoryRepository }) {
   async function find(product: ProductRecord, version: number): Promise<HistoryEntry> {
@@ -39,7 +40,7 @@ export function createConfigHistoryService(deps: { repo: ConfigHistoryRepository
       return { history: entries.map(view), meta: pageMeta(q.page, q.perPage, total) };
     },
 
-    async get(product: ProductRecord, version: number) {
+    async get(product: ProductRecord, version: number): Promise<HistoryDocumentView> {
       const e = await find(product, version);
       return { ...view(e), document: documentOf(e) };
     },
@@ -49,7 +50,7 @@ export function createConfigHistoryService(deps: { repo: ConfigHistoryRepository
      * against the change before it in its scope (or, for the first, the defaults: no values, or
      * the default schema).
      */
-    async diff(product: ProductRecord, version: number, against?: number) {
+    async diff(product: ProductRecord, version: number, against?: number): Promise<DiffView> {
       const to = await find(product, version);
       const from = against === undefined ? await deps.repo.previous(to) : await find(product, against);
       if (from && (from.kind !== to.kind || from.deviceId !== to.deviceId)) {

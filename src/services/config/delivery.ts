@@ -1,0 +1,182 @@
+import { isDomainError } from '../../domain/errors.js';
+import { memoHash, moduleHash, type HeldHash } from '../../domain/config/module-hash.js';
+import type { Values } from '../../domain/config/values.js';
+import type { Bus } from '../../bus/bus.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Log } from '../../platform/log.js';
+import type { DeviceConfigStateRepository, StateChange } from '../../repositories/device-config-state.repository.js';
+import type { DevicesRepository, FleetDevice } from '../../repositories/devices.repository.js';
+import { createBatcher } from '../../storage/batcher.js';
+import type { ConfigReader } from './reader.js';
+import { createStalenessLedger } from './staleness.js';
+import { createDeviceTurns } from './turns.js';
+
+type Json = Record<string, unknown>;
+
+export type ModuleResult = { module: string; status: 'in_sync' } | { module: string; status: 'rejected'; code: number } | { module: string; status: 'pending'; reason: 'offline' | 'timeout' };
+
+/**
+ * Delivery of configuration to devices (docs/device-protocol.md, "Configuration"): a device
+ * reports the hash of each module it holds when it connects; the cloud sends, one module per
+ * message, each module whose effective value differs; the device applies it and answers a status,
+ * which is recorded. A committed write reaches the devices it concerns: a fleet-wide one the
+ * fleet's connected devices at once, a bounded number at a time and in the background; a device
+ * write its device; others take it when they next connect.
+ *
+ * One delivery at a time per device (turns.ts), and each delivery works from what is committed:
+ * work prepared from an earlier read is dropped or redone in the device's turn when a newer write
+ * has committed since, or another delivery changed what the device holds (staleness.ts).
+ */
+export function createConfigDelivery(deps: {
+  bus: Bus; reader: ConfigReader; state: DeviceConfigStateRepository; devices: DevicesRepository; clock: Clock; log: () => Log; timeoutMs: number;
+  /** How many devices a fan-out talks to at once. */
+  fanOut?: number;
+  /** How long acknowledgements and connecting devices are gathered before they are stored or read (storage/batcher.ts). */
+  batchWindowMs?: number;
+}) {
+  const ledger = createStalenessLedger();
+  const turns = createDeviceTurns(ledger.delivered);
+  // Acknowledgements of a fan-out arrive together: they are stored a batch at a time.
+  const records = createBatcher<StateChange>((changes) => deps.state.recordMany(changes), { maxBatch: 2000, inFlight: 2, waitMs: deps.batchWindowMs ?? 0 });
+  const record = (deviceId: string, change: Omit<StateChange, 'deviceId' | 'at'>) => records.add({ deviceId, ...change, at: deps.clock.now() });
+
+  /**
+   * Sends what differs from what the device holds; stops at the first module the device does not
+   * answer. `reported` is what the device said at connect; without it (a change while connected),
+   * a value the device already refused is not sent again.
+   */
+  async function deliver(deviceId: string, values: Values, held: Map<string, HeldHash>, reported?: Record<string, string>, hashOf: (value: Json) => string = moduleHash): Promise<ModuleResult[]> {
+    const results: ModuleResult[] = [];
+    let unreachable: 'offline' | 'timeout' | null = null;
+    // Outcomes are stored in batches; the device's next module need not wait for the last one's.
+    const saves: Array<Promise<void>> = [];
+    for (const [module, value] of Object.entries(values)) {
+      const hash = hashOf(value);
+      const h = held.get(module);
+      const holds = reported ? reported[module] : h?.hash;
+      if (holds === hash) {
+        if (h?.hash !== hash || h.status !== 'in_sync') saves.push(record(deviceId, { module, hash, value, status: 'in_sync', code: null }));
+        continue;
+      }
+      if (!reported && h?.status === 'rejected' && h.refusedHash === hash) continue;
+      if (unreachable) { results.push({ module, status: 'pending', reason: unreachable }); continue; }
+      try {
+        const answer = await deps.bus.send(deviceId, { kind: 'config', module, value, hash }, deps.timeoutMs);
+        const code = answer.ok ? Number(answer.value) : -1;
+        const ok = code === 0;
+        saves.push(record(deviceId, { module, hash, value, status: ok ? 'in_sync' : 'rejected', code: ok ? null : code }));
+        results.push(ok ? { module, status: 'in_sync' } : { module, status: 'rejected', code });
+      } catch (err) {
+        if (!isDomainError(err) || !['device_offline', 'device_timeout', 'device_error'].includes(err.code)) throw err;
+        unreachable = err.code === 'device_timeout' ? 'timeout' : 'offline';
+        results.push({ module, status: 'pending', reason: unreachable });
+      }
+    }
+    await Promise.all(saves);
+    return results;
+  }
+
+  /** Reads what is committed now for the device, and what it holds, and delivers: to run in the device's turn. */
+  async function syncNow(productId: number, deviceId: string, reported?: Record<string, string>): Promise<ModuleResult[]> {
+    const device = await deps.devices.fleetDevice(deviceId);
+    if (!device || device.productId !== productId) return [];
+    const { values } = await deps.reader.device(productId, device);
+    return deliver(deviceId, values, await deps.state.held(deviceId), reported);
+  }
+
+  /**
+   * Devices that connect together (a reconnect storm) are read together: their records, what
+   * they are recorded to hold and their own values in one statement each, and the schema and
+   * fleet values once per product, as a fan-out does. Each device's delivery then runs on its
+   * own, in its turn; the batch does not wait for them.
+   */
+  const hellos = createBatcher<{ deviceId: string; hashes: Record<string, string> }, { done: Promise<unknown> }>(async (batch) => {
+    // A device that said hello twice in one batch is answered for the last.
+    const reported = new Map(batch.map((h) => [h.deviceId, h.hashes]));
+    const ids = [...reported.keys()];
+    const snapshot = ledger.snapshot();
+    const started = new Map<string, Promise<unknown>>();
+    try {
+      const devices = await deps.state.connecting(ids);
+      const recorded = new Map(devices.map((d) => [d.id, d.held]));
+      const byProduct = new Map<number, FleetDevice[]>();
+      for (const d of devices) if (d.productId !== null) byProduct.set(d.productId, [...(byProduct.get(d.productId) ?? []), d]);
+      for (const [productId, group] of byProduct) {
+        const effective = await deps.reader.effective(productId, group);
+        const hashOf = memoHash();
+        for (const { id } of group) {
+          const values = effective.get(id)?.values ?? {};
+          // With what the device reported, deliver needs only which modules are recorded in sync, at which hash.
+          const held = new Map<string, HeldHash>(Object.entries(recorded.get(id) ?? {}).map(([module, hash]) => [module, { hash, status: 'in_sync', refusedHash: null }]));
+          started.set(id, turns.run(id, async () => {
+            const deliveredSince = snapshot.deliveredTo(id);
+            if (!deliveredSince && !snapshot.superseded(productId, id)) return deliver(id, values, held, reported.get(id), hashOf);
+            // Read again: a newer write committed since the batch read, or a delivery ran and
+            // what the device reported at connect is no longer what it holds.
+            return syncNow(productId, id, deliveredSince ? undefined : reported.get(id));
+          }));
+        }
+      }
+    } finally {
+      void Promise.allSettled(started.values()).then(snapshot.done);
+    }
+    return batch.map((h) => ({ done: started.get(h.deviceId) ?? Promise.resolve() }));
+  }, { maxBatch: 1000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
+
+  /** The fleet's connected devices take what is committed now, a bounded number at a time. */
+  async function fanOut(productId: number): Promise<void> {
+    const snapshot = ledger.snapshot();
+    try {
+      const online = await deps.devices.fleetDevices(productId, { onlineOnly: true });
+      if (online.length === 0) return;
+      const held = await deps.state.heldByProduct(productId);
+      // The values last, so that they are as fresh as can be when the devices' turns are queued.
+      const effective = await deps.reader.effective(productId, online);
+      const hashOf = memoHash();
+      let next = 0;
+      await Promise.all(Array.from({ length: Math.min(deps.fanOut ?? 256, online.length) }, async () => {
+        while (next < online.length) {
+          const id = (online[next++] as FleetDevice).id;
+          const values = effective.get(id)?.values ?? {};
+          await turns.run(id, async () => {
+            // A newer write committed since the read: its own delivery (behind this turn, or done
+            // already) carries what this would have sent, or newer.
+            if (snapshot.superseded(productId, id)) return [];
+            return deliver(id, values, snapshot.deliveredTo(id) ? await deps.state.held(id) : held.get(id) ?? new Map(), undefined, hashOf);
+          }).catch((err) => deps.log().warn({ err, device: id }, 'configuration delivery failed'));
+        }
+      }));
+    } finally {
+      snapshot.done();
+    }
+  }
+
+  return {
+    /**
+     * A write that concerns the product's whole fleet (its values, its schema) has committed: the
+     * fleet's connected devices take it now, in the background, so that the API answers at once
+     * whatever the fleet's size. Resolves when the fan-out is done (callers need not wait).
+     */
+    fleetWriteCommitted(productId: number): Promise<void> {
+      ledger.fleetWritten(productId);
+      return fanOut(productId).catch((err) => deps.log().warn({ err, product: productId }, 'configuration fan-out failed'));
+    },
+
+    /** A write of one device's own values has committed: the device takes it now if connected; resolves with each module's outcome. */
+    deviceWriteCommitted(productId: number, deviceId: string): Promise<ModuleResult[]> {
+      ledger.deviceWritten(deviceId);
+      return turns.run(deviceId, () => syncNow(productId, deviceId));
+    },
+
+    /**
+     * A device connected and reported its hashes. Resolves once what differed was delivered (or
+     * the device stopped answering).
+     */
+    async onHello(deviceId: string, hashes: Record<string, string>): Promise<void> {
+      const delivery = await hellos.add({ deviceId, hashes });
+      await delivery.done;
+    },
+  };
+}
+
+export type ConfigDelivery = ReturnType<typeof createConfigDelivery>;

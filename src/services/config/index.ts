@@ -1,0 +1,47 @@
+import type { Bus } from '../../bus/bus.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Log } from '../../platform/log.js';
+import type { ConfigHistoryRepository } from '../../repositories/config-history.repository.js';
+import type { ConfigSchemasRepository } from '../../repositories/config-schemas.repository.js';
+import type { ConfigValuesRepository } from '../../repositories/config-values.repository.js';
+import type { DeviceConfigStateRepository } from '../../repositories/device-config-state.repository.js';
+import type { DevicesRepository } from '../../repositories/devices.repository.js';
+import type { ProductsRepository } from '../../repositories/products.repository.js';
+import type { Db } from '../../storage/db.js';
+import type { AuditService } from '../audit.service.js';
+import { createConfigDelivery } from './delivery.js';
+import { createConfigHistoryService } from './history.js';
+import { createConfigPreviews } from './previews.js';
+import { createConfigReader, type ConfigReader } from './reader.js';
+import { createConfigStatus } from './status.js';
+import { createConfigWrites } from './writes.js';
+
+/**
+ * A product's configuration: reads of what is committed, the writes (one use case each), dry
+ * runs, history, where devices stand, and delivery to devices. The parts depend on each other
+ * only as drawn in docs/architecture.md ("Configuration").
+ */
+export function createConfiguration(deps: {
+  db: Db; bus: Bus; audit: AuditService; clock: Clock; log: () => Log; timeoutMs: number; batchWindowMs: number;
+  schemas: ConfigSchemasRepository; values: ConfigValuesRepository; history: ConfigHistoryRepository; state: DeviceConfigStateRepository;
+  products: ProductsRepository; devices: DevicesRepository;
+  /** Puts something between delivery and its reads (tests: holding a read back to order it after a later write). */
+  wrapReader?: (reader: ConfigReader) => ConfigReader;
+}) {
+  const reader = createConfigReader(deps);
+  const status = createConfigStatus({ reader, state: deps.state, values: deps.values, devices: deps.devices });
+  const delivery = createConfigDelivery({
+    bus: deps.bus, reader: deps.wrapReader ? deps.wrapReader(reader) : reader, state: deps.state, devices: deps.devices,
+    clock: deps.clock, log: deps.log, timeoutMs: deps.timeoutMs, batchWindowMs: deps.batchWindowMs,
+  });
+  return {
+    reader,
+    status,
+    delivery,
+    writes: createConfigWrites({ ...deps, reader, status, delivery }),
+    previews: createConfigPreviews({ reader, values: deps.values, devices: deps.devices }),
+    history: createConfigHistoryService({ repo: deps.history }),
+  };
+}
+
+export type Configuration = ReturnType<typeof createConfiguration>;
