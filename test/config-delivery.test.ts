@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
+import { engineSchema, newProduct, signUp } from './helpers/fixtures.js';
 import { configDevice as deviceSpeakingConfig, eventually, provision, type Holdings, type Identity } from './helpers/device.js';
 
 /**
@@ -106,6 +106,24 @@ test('device writes answer 200 when applied, 400 with the codes when refused, an
     assert.deepEqual(waiting.own, { geofence: { interval: 9 } }, 'the own values as written, nothing filled in');
     assert.equal(waiting.delivery.geofence.state, 'pending');
     assert.ok(Date.now() - Date.parse(waiting.delivery.geofence.since) < 60_000, 'pending since the write');
+  } finally {
+    await dev.client.endAsync();
+  }
+});
+
+test('a schema change reaches connected devices at once: a new module and new defaults are sent without a reconnect', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const who = await provision(server.url, token, product.id);
+  const held: Holdings = new Map();
+  const dev = await configDevice(who, held);
+  try {
+    await eventually(() => (held.size === 9 ? true : undefined));
+    const schema = engineSchema();
+    const saved = await raw(`${server.url}/v1/products/${product.id}/config`, { method: 'PUT', token, headers: { 'content-type': 'application/schema+json' }, body: JSON.stringify(schema) });
+    assert.equal(saved.status, 200, saved.text);
+    await eventually(() => (held.get('engine')?.value.idle === 1600 ? true : undefined));
+    assert.deepEqual(dev.received.slice(9), ['engine'], 'only what the schema changed is sent');
   } finally {
     await dev.client.endAsync();
   }
