@@ -142,6 +142,30 @@ test('a call that arrives between CONNACK and the device\'s first hello waits fo
   }
 });
 
+test('an answer settles only its own kind of request: a call\'s id on config/ack leaves the call waiting for its reply', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const { id, secret } = await provision(server.url, token, product.id);
+  const dev = await connect(server.mqttUrl, id, secret);
+  try {
+    await dev.subscribeAsync(`devices/${id}/cloud/#`, { qos: 1 });
+    await dev.publishAsync(`devices/${id}/hello`, JSON.stringify({ functions: ['led'] }), { qos: 1 });
+    dev.on('message', (topic, payload) => {
+      if (topic !== `devices/${id}/cloud/call`) return;
+      const { id: callId } = JSON.parse(payload.toString()) as { id: string };
+      // The call's correlation id on the configuration topic first (docs/device-protocol.md:
+      // config/ack answers cloud/config/set only), then the reply.
+      void dev.publishAsync(`devices/${id}/config/ack`, JSON.stringify({ id: callId, status: 0 }), { qos: 1 })
+        .then(() => dev.publishAsync(`devices/${id}/reply`, JSON.stringify({ id: callId, return_value: 7 })));
+    });
+    const called = await raw(`${server.url}/v1/products/${product.id}/devices/${id}/led`, { method: 'POST', token, json: { arg: 'on' } });
+    assert.equal(called.status, 200, called.text);
+    assert.equal(called.json.return_value, 7, 'answered by the reply, not by the config/ack');
+  } finally {
+    dev.end(true);
+  }
+});
+
 test('wrong secrets and unknown devices are refused in CONNACK; topics of other devices are not reachable', async () => {
   const { token } = await signUp(server.url);
   const product = await newProduct(server.url, token);

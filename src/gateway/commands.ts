@@ -47,7 +47,7 @@ export async function serve(s: Session, command: DeviceCommand, timeoutMs: numbe
   if (calls.size >= MAX_PENDING) throw new DomainError('rate_limit_exceeded', `The device already has ${MAX_PENDING} calls waiting`, { retryAfterSeconds: 1 });
 
   const id = s.ctx.secrets.token(ID_BYTES, 'base64url');
-  const answer = calls.open(id, timeoutMs);
+  const answer = calls.open(id, command.kind, timeoutMs);
   // QoS 0 whatever the subscription: the answer is the acknowledgement, and a PUBACK before it
   // would hold the answer back behind Nagle's algorithm on devices that leave it on.
   const body = command.kind === 'call' ? { id, name: command.name, arg: command.arg }

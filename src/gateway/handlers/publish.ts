@@ -55,16 +55,16 @@ function hello(s: Session, payload: Buffer): void {
   wakeWaiters(s);
 }
 
-/** `reply`: the answer to a function call or a variable read. */
+/** `reply`: the answer to a function call or a variable read, never to anything else (calls.ts). */
 function reply(s: Session, payload: Buffer): void {
   const r = parseReply(payload);
-  s.calls?.settle(r.id, r.ok ? { ok: true, value: r.value } : { ok: false, error: r.error });
+  s.calls?.settle(r.id, 'reply', r.ok ? { ok: true, value: r.value } : { ok: false, error: r.error });
 }
 
-/** `config/ack`: the device's status for one configuration module. */
+/** `config/ack`: the device's status for one configuration module, never a call's answer. */
 function configAck(s: Session, payload: Buffer): void {
   const ack = parseConfigAck(payload);
-  s.calls?.settle(ack.id, { ok: true, value: ack.status });
+  s.calls?.settle(ack.id, 'config/ack', { ok: true, value: ack.status });
 }
 
 function claim(s: Session, payload: Buffer): void {
