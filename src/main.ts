@@ -185,7 +185,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const log = () => app.log;
   const presence = createPresenceService({ repo: createPresenceRepository(db), clock, log, batchWindowMs: windowFor(db.kind), changed: (id) => services.devicesRepo.forget(id) });
   const gateway = createGateway({
-    bus, presence, clock, log,
+    bus, presence, clock, secrets, log,
     // Failed device connects are limited per device and address, like client authentications.
     limiter: new FailureLimiter(clock, {
       maxConsecutive: settings.loginMaxFailures, lockoutSeconds: settings.loginLockoutSeconds,

@@ -3,9 +3,10 @@ import assert from 'node:assert/strict';
 import { connect as tcpConnect } from 'node:net';
 import mqtt from 'mqtt';
 import mqttPacket from 'mqtt-packet';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { manualClock, startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
 import { newProduct, signUp } from './helpers/fixtures.js';
+import { HELLO_GRACE_MS } from '../src/gateway/waiters.js';
 
 /**
  * A device written from docs/device-protocol.md alone, with plain mqtt.js publishes and
@@ -13,7 +14,9 @@ import { newProduct, signUp } from './helpers/fixtures.js';
  * receive one, and be refused what it may not do.
  */
 let server: TestServer;
-before(async () => { server = await startTestServer(); });
+// Time moves only when a test moves it (keep-alive, the hello grace); timers stay real.
+const clock = manualClock(new Date());
+before(async () => { server = await startTestServer({ clock }); });
 after(async () => { await server.close(); });
 
 async function provision(url: string, token: string, productId: number): Promise<{ id: string; secret: string }> {
@@ -104,7 +107,7 @@ test('a plain MQTT client acts as a device from the protocol document', async ()
   }
 });
 
-test('a call that arrives between CONNACK and the device\'s first hello waits for the hello; without one it fails once the wait ends', async () => {
+test('a call that arrives between CONNACK and the device\'s first hello waits for the hello; without one it fails once the wait ends, and after the grace at once', async () => {
   const { token } = await signUp(server.url);
   const product = await newProduct(server.url, token);
   const { id, secret } = await provision(server.url, token, product.id);
@@ -126,8 +129,8 @@ test('a call that arrives between CONNACK and the device\'s first hello waits fo
     dev.end(true);
   }
 
-  // A new connection that never says hello: the wait is bounded by the call's timeout, then the
-  // function is unknown to this connection.
+  // A new connection that never says hello: the call waits for one within its own timeout,
+  // then the function is unknown to this connection.
   const { id: silentId, secret: silentSecret } = await provision(server.url, token, product.id);
   const silent = await connect(server.mqttUrl, silentId, silentSecret);
   try {
@@ -137,8 +140,40 @@ test('a call that arrives between CONNACK and the device\'s first hello waits fo
     assert.equal(r.status, 404, r.text);
     assert.equal(r.json.error, 'Function not found');
     assert.ok(Date.now() - started >= 900, 'the call waited for a hello');
+
+    // Once the grace is over (by the server's clock), the device is judged at once by what it
+    // said before, even with a long timeout.
+    clock.advance(HELLO_GRACE_MS);
+    const judged = Date.now();
+    const late = await raw(`${server.url}/v1/products/${product.id}/devices/${silentId}/led`, { method: 'POST', token, json: { arg: 'on', timeout: 30 } });
+    assert.equal(late.status, 404, late.text);
+    assert.ok(Date.now() - judged < HELLO_GRACE_MS - 1000, 'no wait after the grace');
   } finally {
     silent.end(true);
+  }
+});
+
+test('an answer settles only its own kind of request: a call\'s id on config/ack leaves the call waiting for its reply', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const { id, secret } = await provision(server.url, token, product.id);
+  const dev = await connect(server.mqttUrl, id, secret);
+  try {
+    await dev.subscribeAsync(`devices/${id}/cloud/#`, { qos: 1 });
+    await dev.publishAsync(`devices/${id}/hello`, JSON.stringify({ functions: ['led'] }), { qos: 1 });
+    dev.on('message', (topic, payload) => {
+      if (topic !== `devices/${id}/cloud/call`) return;
+      const { id: callId } = JSON.parse(payload.toString()) as { id: string };
+      // The call's correlation id on the configuration topic first (docs/device-protocol.md:
+      // config/ack answers cloud/config/set only), then the reply.
+      void dev.publishAsync(`devices/${id}/config/ack`, JSON.stringify({ id: callId, status: 0 }), { qos: 1 })
+        .then(() => dev.publishAsync(`devices/${id}/reply`, JSON.stringify({ id: callId, return_value: 7 })));
+    });
+    const called = await raw(`${server.url}/v1/products/${product.id}/devices/${id}/led`, { method: 'POST', token, json: { arg: 'on' } });
+    assert.equal(called.status, 200, called.text);
+    assert.equal(called.json.return_value, 7, 'answered by the reply, not by the config/ack');
+  } finally {
+    dev.end(true);
   }
 });
 
@@ -194,14 +229,21 @@ test('keep-alive and the will: a device that goes silent is disconnected, stored
   const socket = tcpConnect(Number(new URL(server.mqttUrl).port), '127.0.0.1');
   socket.on('error', () => undefined);
   socket.resume(); // read (and drop) the CONNACK, so that the server's FIN is seen
-  const closedByServer = new Promise<number>((resolve) => { const t0 = Date.now(); socket.on('close', () => resolve(Date.now() - t0)); });
+  const closedByServer = new Promise<void>((resolve) => { socket.on('close', () => resolve()); });
   socket.write(mqttPacket.generate({
     cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId: id, username: id, password: Buffer.from(secret), keepalive: 1,
     will: { topic: `devices/${id}/events/lastwill`, payload: Buffer.from(JSON.stringify({ data: 'gone' })), qos: 0, retain: false },
   }));
   await eventually(async () => ((await raw(`${server.url}/v1/products/${product.id}/devices/${id}`, { token })).json.online === true ? true : undefined));
-  const after = await closedByServer;
-  assert.ok(after >= 1400 && after < 4000, `closed after ${after} ms`);
+  // Silence is measured on the server's clock; the sweep runs every second, or at once here.
+  const gateway = server.skyport.gateway;
+  clock.advance(1500);
+  gateway.sweep();
+  assert.ok(gateway.holds(id), 'still connected at 1.5 times the keep-alive');
+  clock.advance(1);
+  gateway.sweep();
+  assert.equal(gateway.holds(id), false);
+  await closedByServer;
   let text = '';
   while (!text.includes('event: lastwill')) text += new TextDecoder().decode((await reader.read()).value);
   events.abort();

@@ -1,8 +1,10 @@
 import type { Log } from '../platform/log.js';
+import type { Clock } from '../platform/clock.js';
+import type { Secrets } from '../platform/secrets.js';
 import type { FailureLimiter } from '../domain/failure-limiter.js';
 import type { Hello, VariableType } from '../domain/device-protocol.js';
 import type { DeviceOwner } from '../repositories/devices.repository.js';
-import type { DeviceConnection } from './connection.js';
+import type { Session } from './session.js';
 
 /** What a connection knows of its device, loaded at CONNECT and kept current by `hello` and claims. */
 export interface SessionDevice {
@@ -19,6 +21,10 @@ export interface SessionDevice {
 export interface GatewayContext {
   readonly log: Log;
   readonly limiter: FailureLimiter;
+  /** Time for every decision that compares times (keep-alive, the hello grace, presence). */
+  readonly clock: Clock;
+  /** Correlation ids of requests to devices. */
+  readonly secrets: Pick<Secrets, 'token'>;
   readonly maxPacketBytes: number;
   closing(): boolean;
   authenticate(id: string, secret: string): Promise<SessionDevice | null>;
@@ -27,8 +33,8 @@ export interface GatewayContext {
   heard(id: string): void;
   /** The device reported what it holds of its configuration (a hash per module). */
   configHello(id: string, hashes: Record<string, string>): void;
-  publishEvent(from: DeviceConnection, event: { name: string; data: string | null; ttl: number; private: boolean }): void;
-  attached(conn: DeviceConnection): void;
-  detached(conn: DeviceConnection, reason: string): void;
-  moved(conn: DeviceConnection, to: { owner: DeviceOwner | null; productId: number | null }): void;
+  publishEvent(from: Session, event: { name: string; data: string | null; ttl: number; private: boolean }): void;
+  attached(session: Session): void;
+  detached(session: Session, reason: string): void;
+  moved(session: Session, to: { owner: DeviceOwner | null; productId: number | null }): void;
 }

@@ -5,14 +5,20 @@ import type { FailureLimiter } from '../domain/failure-limiter.js';
 import type { DeviceOwner, DeviceRecord } from '../repositories/devices.repository.js';
 import type { PresenceService } from '../services/presence.service.js';
 import type { Clock } from '../platform/clock.js';
-import { DeviceConnection } from './connection.js';
+import type { Secrets } from '../platform/secrets.js';
+import { Session } from './session.js';
+import { serve } from './commands.js';
+import { deliver } from './outgoing.js';
 import type { GatewayContext, SessionDevice } from './context.js';
 
 export interface GatewayDeps {
   bus: Bus;
-  presence: PresenceService;
+  presence: Pick<PresenceService, 'connected' | 'disconnected' | 'heard' | 'describe' | 'settle'>;
   limiter: FailureLimiter;
+  /** Time for keep-alive, the hello grace and timestamps; tests pass a manual clock. */
   clock: Clock;
+  /** Correlation ids of requests to devices. */
+  secrets: Pick<Secrets, 'token'>;
   log: () => Log;
   authenticate(id: string, secret: string): Promise<DeviceRecord | null>;
   claim(deviceId: string, code: string): Promise<DeviceOwner>;
@@ -33,14 +39,14 @@ const MAX_PACKET_BYTES = 16 * 1024;
  * every topic is a device's own, and routing is a lookup by device, owner or product.
  */
 export function createGateway(deps: GatewayDeps) {
-  const connections = new Set<DeviceConnection>();
-  const byDevice = new Map<string, DeviceConnection>();
-  const byOwner = new Map<string, Set<DeviceConnection>>();
-  const byProduct = new Map<number, Set<DeviceConnection>>();
-  const releases = new Map<DeviceConnection, () => void>();
+  const connections = new Set<Session>();
+  const byDevice = new Map<string, Session>();
+  const byOwner = new Map<string, Set<Session>>();
+  const byProduct = new Map<number, Set<Session>>();
+  const releases = new Map<Session, () => void>();
   let closing = false;
 
-  const index = <K>(map: Map<K, Set<DeviceConnection>>, key: K, conn: DeviceConnection, add: boolean) => {
+  const index = <K>(map: Map<K, Set<Session>>, key: K, conn: Session, add: boolean) => {
     const set = map.get(key);
     if (add) {
       if (set) set.add(conn);
@@ -50,7 +56,7 @@ export function createGateway(deps: GatewayDeps) {
       if (set.size === 0) map.delete(key);
     }
   };
-  const indexScope = (conn: DeviceConnection, add: boolean) => {
+  const indexScope = (conn: Session, add: boolean) => {
     const d = conn.device;
     if (!d) return;
     if (d.owner) index(byOwner, ownerKey(d.owner), conn, add);
@@ -64,6 +70,8 @@ export function createGateway(deps: GatewayDeps) {
   const ctx: GatewayContext = {
     get log() { return deps.log(); },
     limiter: deps.limiter,
+    clock: deps.clock,
+    secrets: deps.secrets,
     maxPacketBytes: MAX_PACKET_BYTES,
     closing: () => closing,
     async authenticate(id, secret) {
@@ -87,7 +95,7 @@ export function createGateway(deps: GatewayDeps) {
       if (older && older !== conn) older.replace();
       byDevice.set(d.id, conn);
       indexScope(conn, true);
-      releases.set(conn, deps.bus.hold(d.id, (command, timeoutMs) => conn.serve(command, timeoutMs)));
+      releases.set(conn, deps.bus.hold(d.id, (command, timeoutMs) => serve(conn, command, timeoutMs)));
       deps.presence.connected(d.id, conn.ip);
       deps.bus.publish(statusEvent(d, 'online'));
     },
@@ -119,29 +127,30 @@ export function createGateway(deps: GatewayDeps) {
   // reconnecting at once would cost a delivery per pair of devices.
   const unsubscribe = deps.bus.subscribe((event) => {
     if (event.name.startsWith('spark/')) return;
-    const seen = new Set<DeviceConnection>();
-    const reach = (set: Set<DeviceConnection> | undefined) => {
+    const seen = new Set<Session>();
+    const reach = (set: Set<Session> | undefined) => {
       if (!set) return;
       for (const c of set) {
         if (seen.has(c)) continue;
         seen.add(c);
-        c.deliver(event);
+        deliver(c, event);
       }
     };
     if (event.owner) reach(byOwner.get(ownerKey(event.owner)));
     if (event.productId !== null) reach(byProduct.get(event.productId));
   });
 
-  // One sweep for every connection instead of a timer each: CONNECT deadline and keep-alive
-  // (MQTT 3.1.1 §3.1.2.10: 1.5 times the keep-alive without a packet means the client is gone).
-  const sweep = setInterval(() => {
-    const now = Date.now();
+  // One sweep for every connection instead of a timer each: the CONNECT deadline and keep-alive
+  // ([MQTT-3.1.2-24]: 1.5 times the keep-alive without a packet means the client is gone).
+  function sweep(): void {
+    const now = deps.clock.nowMs();
     for (const c of connections) {
       if (c.state === 'connecting' && now - c.openedAt > CONNECT_TIMEOUT_MS) c.expire();
       else if (c.state === 'connected' && c.keepaliveSeconds > 0 && now - c.lastSeen > c.keepaliveSeconds * 1500) c.expire();
     }
-  }, 1000);
-  sweep.unref();
+  }
+  const sweeping = setInterval(sweep, 1000);
+  sweeping.unref();
 
   return {
     /** Takes a new transport connection (TCP, TLS or WebSocket stream). */
@@ -150,7 +159,7 @@ export function createGateway(deps: GatewayDeps) {
         stream.destroy();
         return;
       }
-      connections.add(new DeviceConnection(ctx, stream, ip));
+      connections.add(new Session(ctx, stream, ip));
     },
     /**
      * A device's owner or product changed through the API (claim, release, import, removal):
@@ -164,6 +173,11 @@ export function createGateway(deps: GatewayDeps) {
     releaseOwner(owner: DeviceOwner): void {
       for (const conn of [...(byOwner.get(ownerKey(owner)) ?? [])]) ctx.moved(conn, { owner: null, productId: conn.device?.productId ?? null });
     },
+    /**
+     * Closes the connections whose CONNECT deadline or keep-alive has passed, by the clock. It runs
+     * every second; tests that move a manual clock run it at once.
+     */
+    sweep,
     /** Whether this gateway holds the device's connection. */
     holds: (deviceId: string): boolean => byDevice.has(deviceId),
     /** Devices connected now. */
@@ -173,7 +187,7 @@ export function createGateway(deps: GatewayDeps) {
     /** Closes every connection and waits for their presence to be stored. */
     async close(): Promise<void> {
       closing = true;
-      clearInterval(sweep);
+      clearInterval(sweeping);
       unsubscribe();
       for (const c of [...connections]) c.shutdown();
       await deps.presence.settle();
