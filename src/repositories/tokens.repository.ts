@@ -1,13 +1,8 @@
 import type { Queryable, Db } from '../storage/db.js';
 import type { Scope } from '../domain/scopes.js';
+import type { Subject } from '../domain/subject.js';
 import { createBatcher } from '../storage/batcher.js';
 import { auditInsert, type AuditEvent } from './audit.repository.js';
-
-/** Whom a token acts for. Customer tokens also carry their product. */
-export type Subject =
-  | { kind: 'user'; userId: string }
-  | { kind: 'product'; productId: string }
-  | { kind: 'customer'; customerId: string; productId: string };
 
 export interface AccessTokenRecord {
   tokenHash: string;

@@ -4,7 +4,8 @@ import type { Scope } from '../domain/scopes.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import { TtlCache } from '../platform/ttl-cache.js';
-import type { AccessTokenRecord, Subject, TokensRepository } from '../repositories/tokens.repository.js';
+import type { Subject } from '../domain/subject.js';
+import type { AccessTokenRecord, TokensRepository } from '../repositories/tokens.repository.js';
 import type { Settings } from '../config/settings.js';
 import { auditEvent, type AuditInput } from './audit.service.js';
 

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import type { ClientService } from '../../services/clients.service.js';
-import type { OAuthService, TokenParams } from '../../services/oauth.service.js';
+import type { OAuthService } from '../../services/oauth.service.js';
+import type { TokenParams } from '../../services/grants/index.js';
 import { clientCredentialsOf } from '../credentials.js';
 import { Str, errorResponses } from '../schemas.js';
 
@@ -68,10 +69,7 @@ export function oauthRoutes(app: FastifyInstance, deps: { oauth: OAuthService; c
     },
   }, async (req, reply) => {
     noStore(reply);
-    // The grant is checked before the client so that a bad grant_type costs no lock-out.
-    if (!req.body.grant_type) throw new DomainError('invalid_request', 'Missing parameter: grant_type');
-    const client = await authenticatedClient(req);
-    return deps.oauth.token(client, req.body, req.ip);
+    return deps.oauth.token(() => authenticatedClient(req), req.body, req.ip);
   });
 
   app.post<{ Body: { token: string; token_type_hint?: string } }>('/oauth/introspect', {
