@@ -127,7 +127,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   accessTokenRoutes(app, { tokens: deps.tokens, audit: deps.audit, guard });
   userRoutes(app, { accounts: deps.accounts, mfa: deps.mfa, audit: deps.audit, guard });
   clientRoutes(app, { clients: deps.clients, products: deps.products, guard });
-  productRoutes(app, { products: deps.products, clients: deps.clients, tokens: deps.tokens, guard });
+  productRoutes(app, { products: deps.products, guard });
   customerRoutes(app, { customers: deps.customers, clients: deps.clients, products: deps.products, guard });
   deviceRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, products: deps.products, guard });
   deviceCallRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, products: deps.products, guard });

@@ -72,9 +72,8 @@ export function createOAuthService(deps: GrantDeps) {
       const hash = tokens.hash(token);
       const refresh = await tokens.findRefresh(token);
       if (refresh && reaches(client, refresh)) {
-        await tokens.consumeRefresh(refresh.tokenHash);
         // RFC 7009 §2.1: revoking a refresh token also revokes the access token made with it.
-        await tokens.revoke(refresh.accessTokenHash);
+        await tokens.revokeRefresh(refresh);
         await audit.record({ account: accountOf(refresh.subject), type: 'token.revoked', ip, details: { client_id: client.id, via: 'oauth/revoke', kind: 'refresh_token' } });
         return;
       }
