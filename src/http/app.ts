@@ -33,6 +33,7 @@ import { accessTokenRoutes } from './routes/access-tokens.routes.js';
 import { clientRoutes } from './routes/clients.routes.js';
 import { healthRoutes } from './routes/health.routes.js';
 import { oauthRoutes } from './routes/oauth.routes.js';
+import { oauthMetadataRoutes } from './routes/oauth-metadata.routes.js';
 import { userRoutes } from './routes/users.routes.js';
 import { productRoutes } from './routes/products.routes.js';
 import { customerRoutes } from './routes/customers.routes.js';
@@ -124,6 +125,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   const guard = createGuard(deps.tokens);
   healthRoutes(app, { check: deps.health });
   oauthRoutes(app, { oauth: deps.oauth, clients: deps.clients });
+  oauthMetadataRoutes(app, { grantTypes: deps.oauth.grantTypes, publicUrl: deps.settings.publicUrl });
   accessTokenRoutes(app, { tokens: deps.tokens, audit: deps.audit, guard });
   userRoutes(app, { accounts: deps.accounts, mfa: deps.mfa, audit: deps.audit, guard });
   clientRoutes(app, { clients: deps.clients, products: deps.products, guard });
