@@ -4,7 +4,7 @@ import { validateEmail } from '../domain/accounts.js';
 import type { Clock } from '../platform/clock.js';
 import { TtlCache } from '../platform/ttl-cache.js';
 import type { Secrets } from '../platform/secrets.js';
-import { afterCommit, type Db } from '../storage/db.js';
+import type { Db } from '../storage/db.js';
 import type { ProductRecord, ProductsRepository } from '../repositories/products.repository.js';
 import type { UsersRepository } from '../repositories/users.repository.js';
 import type { AccessTokenRecord } from '../repositories/tokens.repository.js';
@@ -191,7 +191,7 @@ export function createProductService(deps: {
         await deps.clients.removeAllOf({ kind: 'product', id: productId }, tx);
         await deps.tokens.revokeProduct(productId, tx);
         await repo.delete(product.id, tx);
-        afterCommit(tx, forgetAccess);
+        tx.afterCommit(forgetAccess);
       });
       const account = accountOf(actor.subject);
       await audit.record({ account, type: 'product.deleted', ip, details: { product_id: product.id, slug: product.slug } });
