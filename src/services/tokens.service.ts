@@ -10,7 +10,7 @@ import { inTransaction, type Db, type Tx } from '../storage/db.js';
 import type { Settings } from '../config/settings.js';
 import { auditEvent, type AuditInput } from './audit.service.js';
 
-/** The success body of the token endpoint (RFC 6749 §5.1, reference §1). */
+/** The success body of the token endpoint (RFC 6749 §5.1; docs/api.md, "OAuth"). */
 export interface TokenResponse {
   token_type: 'bearer';
   access_token: string;
@@ -24,7 +24,7 @@ export interface IssueRequest {
   clientId: string;
   scope: Scope;
   lifetime: Lifetime;
-  /** Only tokens made with product clients get one (SPEC.md §2.2), and never a non-expiring token. */
+  /** Only tokens made with product clients get one (docs/api.md, "OAuth"), and never a non-expiring token. */
   withRefreshToken: boolean;
   /** Echoed as `scope` in the response (`customer=<email>` for customer tokens). */
   responseScope?: string | undefined;
@@ -70,7 +70,7 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
         scope: req.scope,
         accessExpiresIn: req.lifetime.expiresIn,
         createdAt: now,
-        // Counted from the access token's expiry (reference §1).
+        // Counted from the access token's expiry (REFRESH_TOKEN_LIFETIME_SECONDS, docs/configuration.md).
         expiresAt: new Date(req.lifetime.expiresAt.getTime() + settings.refreshTokenLifetimeSeconds * 1000),
       };
     }
