@@ -108,23 +108,23 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
   });
   const users = cacheUsers(createUsersRepository(db), clock);
   const audit = createAuditService({ repo: createAuditRepository(db), clock });
-  const tokens = createTokenService({ repo: createTokensRepository(db), secrets, clock, settings });
-  const clients = createClientService({ repo: createClientsRepository(db), tokens, audit, secrets, clock, limiter });
+  const tokens = createTokenService({ db, repo: createTokensRepository(db), secrets, clock, settings });
+  const clients = createClientService({ db, repo: createClientsRepository(db), tokens, audit, secrets, clock, limiter });
   const productsRepo = createProductsRepository(db);
   const customersRepo = createCustomersRepository(db);
   const devicesRepo = cacheDevices(createDevicesRepository(db), clock, settings.tokenCacheSeconds * 1000, deviceChanges);
   const claimsRepo = createClaimsRepository(db);
   const accounts = createAccountService({
-    users, tokens, clients, audit, secrets, clock, limiter, signupOpen: settings.signup,
+    db, users, tokens, clients, audit, secrets, clock, limiter, signupOpen: settings.signup,
     soleMemberOf: (id) => productsRepo.soleMemberOf(id),
     // A deleted account's devices are released and its claim codes dropped.
-    releaseOwned: (id) => db.transaction(async (tx) => {
+    releaseOwned: async (id, tx) => {
       await claimsRepo.deleteForOwner({ kind: 'user', id }, tx);
       await devicesRepo.releaseOwner({ kind: 'user', id }, tx);
-    }),
+    },
   });
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
-  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, users, audit, secrets, clock, accessCacheMs: settings.tokenCacheSeconds * 1000 });
+  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, users, clients, tokens, audit, secrets, clock, accessCacheMs: settings.tokenCacheSeconds * 1000 });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
   const devices = createDeviceService({ db, repo: devicesRepo, products: productsRepo, customers: customersRepo, users, audit, secrets, clock, isMember: products.isMemberCached });
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });

@@ -71,6 +71,7 @@ const ROWS: Row[] = [
   ['GET', '/healthz', 'public',                                             '✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓'],
   ['GET', '/v1/openapi.json', 'public',                                     '✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓', { undocumented: true }],
   ['POST', '/v1/users', 'public',                                           '✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓'],
+  ['GET', '/.well-known/oauth-authorization-server', 'public',              '✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓'],
   ['POST', '/oauth/token', 'client',                                        '400 400 400 400 400 400 400 400 400 400 400 400'],
   ['POST', '/oauth/introspect', 'client',                                   '400 400 400 400 400 400 400 400 400 400 400 400'],
   ['POST', '/oauth/revoke', 'client',                                       '400 400 400 400 400 400 400 400 400 400 400 400'],

@@ -218,6 +218,7 @@ const REQUESTS: Record<string, (fx: Fixture, cred: CredentialId) => CellRequest 
   'GET /healthz': () => ({ path: '/healthz' }),
   'GET /v1/openapi.json': () => ({ path: '/v1/openapi.json' }),
   'POST /v1/users': () => ({ path: '/v1/users', json: { username: email('signup'), password: PASSWORD } }),
+  'GET /.well-known/oauth-authorization-server': () => ({ path: '/.well-known/oauth-authorization-server' }),
   'POST /oauth/token': () => ({ path: '/oauth/token', form: { grant_type: 'client_credentials' } }),
   'POST /oauth/introspect': (fx) => ({ path: '/oauth/introspect', form: { token: fx.owner.token } }),
   'POST /oauth/revoke': (fx) => ({ path: '/oauth/revoke', form: { token: fx.owner.token } }),

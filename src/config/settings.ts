@@ -12,6 +12,7 @@ export interface Settings {
   readonly signup: boolean;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly trustProxy: boolean;
+  readonly publicUrl: string | undefined;
   readonly tokenLifetimeSeconds: number;
   readonly refreshTokenLifetimeSeconds: number;
   readonly loginMaxFailures: number;
@@ -63,6 +64,21 @@ function onOff(raw: string, name: string): boolean {
 
 const text = (raw: string) => raw;
 
+/** An origin (scheme, host, port) with no path, query or credentials; answered without a trailing slash. */
+function origin(raw: string, name: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new SettingsError(`${name} must be a URL such as https://skyport.example.com, got "${raw}"`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new SettingsError(`${name} must be an http:// or https:// URL, got "${raw}"`);
+  if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+    throw new SettingsError(`${name} must be the server's origin alone (scheme, host and port), with no path, query or credentials, got "${raw}"`);
+  }
+  return url.origin;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
@@ -93,6 +109,11 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     },
   },
   { key: 'trustProxy', env: 'TRUST_PROXY', flag: '--trust-proxy', default: 'off', doc: 'Take the client address from X-Forwarded-For (on only behind a reverse proxy you run).', parse: onOff },
+  {
+    key: 'publicUrl', env: 'PUBLIC_URL', flag: '--public-url', default: undefined,
+    doc: 'The URL clients reach the REST API at, an origin such as https://skyport.example.com: the `issuer` of the OAuth server metadata (GET /.well-known/oauth-authorization-server) and the base of the endpoints it names. Unset: each request\'s own scheme and Host (with TRUST_PROXY=on, X-Forwarded-Proto and X-Forwarded-Host). Set it behind a proxy that does not pass those on.',
+    parse: origin,
+  },
   { key: 'tokenLifetimeSeconds', env: 'TOKEN_LIFETIME_SECONDS', flag: '--token-lifetime-seconds', default: '7776000', doc: 'Lifetime of an access token when the request names none (90 days).', parse: integer(1, 10 * 365 * 86400) },
   { key: 'refreshTokenLifetimeSeconds', env: 'REFRESH_TOKEN_LIFETIME_SECONDS', flag: '--refresh-token-lifetime-seconds', default: '1209600', doc: 'Lifetime of a refresh token, counted from when its access token expires (14 days).', parse: integer(60, 10 * 365 * 86400) },
   { key: 'loginMaxFailures', env: 'LOGIN_MAX_FAILURES', flag: '--login-max-failures', default: '10', doc: 'Consecutive failed logins after which an account is locked out (and failed authentications after which a client is locked out for that address).', parse: integer(1, 1000) },

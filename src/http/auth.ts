@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../domain/errors.js';
 import { scopeAllows, type Scope } from '../domain/scopes.js';
-import type { AccessTokenRecord, Subject } from '../repositories/tokens.repository.js';
+import type { Subject } from '../domain/subject.js';
+import type { AccessTokenRecord } from '../repositories/tokens.repository.js';
 import type { TokenService } from '../services/tokens.service.js';
 import { accessTokenOf } from './credentials.js';
 

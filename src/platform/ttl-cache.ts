@@ -3,6 +3,8 @@ import type { Clock } from './clock.js';
 /** A bounded map whose entries expire; the oldest entry goes first when it is full. */
 export class TtlCache<V> {
   private readonly map = new Map<string, { value: V; until: number }>();
+  /** Counts deletions, so that `load` can tell whether one happened while it read. */
+  private deletions = 0;
 
   constructor(private readonly clock: Clock, private readonly ttlMs: number, private readonly maxEntries = 100_000) {}
 
@@ -17,6 +19,19 @@ export class TtlCache<V> {
     return hit.value;
   }
 
+  /**
+   * The entry, or else what `read` finds, kept for next time unless an entry was deleted (or the
+   * cache cleared) while it read: the read may have seen the row from before that change.
+   */
+  async load(key: string, read: () => Promise<V | undefined>): Promise<V | undefined> {
+    const hit = this.get(key);
+    if (hit !== undefined) return hit;
+    const before = this.deletions;
+    const found = await read();
+    if (found !== undefined && before === this.deletions) this.set(key, found);
+    return found;
+  }
+
   set(key: string, value: V): void {
     if (this.ttlMs <= 0) return;
     if (!this.map.has(key) && this.map.size >= this.maxEntries) {
@@ -27,10 +42,12 @@ export class TtlCache<V> {
   }
 
   delete(key: string): void {
+    this.deletions += 1;
     this.map.delete(key);
   }
 
   clear(): void {
+    this.deletions += 1;
     this.map.clear();
   }
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/db.js';
+import type { Queryable, Tx } from '../storage/db.js';
 import type { ClientOwner, ClientType } from '../domain/oauth-clients.js';
 import type { Scope } from '../domain/scopes.js';
 
@@ -58,12 +58,14 @@ export function createClientsRepository(db: Queryable) {
       );
       return rows[0] && toClient(rows[0]);
     },
-    async delete(id: string, q: Queryable = db): Promise<boolean> {
-      const rows = await q.query('DELETE FROM oauth_clients WHERE id = $1 RETURNING id', [id]);
+    /** Within the transaction that revokes the client's tokens. */
+    async delete(id: string, tx: Tx): Promise<boolean> {
+      const rows = await tx.query('DELETE FROM oauth_clients WHERE id = $1 RETURNING id', [id]);
       return rows.length === 1;
     },
-    async deleteByOwner(owner: ClientOwner, q: Queryable = db): Promise<string[]> {
-      const rows = await q.query<{ id: string }>('DELETE FROM oauth_clients WHERE owner_kind = $1 AND owner_id = $2 RETURNING id', [owner.kind, owner.id]);
+    /** Within the transaction that revokes the clients' tokens; returns their ids. */
+    async deleteByOwner(owner: ClientOwner, tx: Tx): Promise<string[]> {
+      const rows = await tx.query<{ id: string }>('DELETE FROM oauth_clients WHERE owner_kind = $1 AND owner_id = $2 RETURNING id', [owner.kind, owner.id]);
       return rows.map((r) => r.id);
     },
   };

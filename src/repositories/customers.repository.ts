@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/db.js';
+import type { Queryable, Tx } from '../storage/db.js';
 
 export interface CustomerRecord {
   id: string;
@@ -43,11 +43,13 @@ export function createCustomersRepository(db: Queryable) {
       const rows = await db.query<{ n: number | string }>('SELECT count(*) AS n FROM customers WHERE product_id = $1', [productId]);
       return Number(rows[0]?.n ?? 0);
     },
-    async setPassword(id: string, hash: string, at: Date): Promise<void> {
-      await db.query('UPDATE customers SET password_hash = $2, updated_at = $3 WHERE id = $1', [id, hash, at]);
+    /** Within the transaction that revokes the customer's tokens. */
+    async setPassword(id: string, hash: string, at: Date, tx: Tx): Promise<void> {
+      await tx.query('UPDATE customers SET password_hash = $2, updated_at = $3 WHERE id = $1', [id, hash, at]);
     },
-    async delete(id: string): Promise<void> {
-      await db.query('DELETE FROM customers WHERE id = $1', [id]);
+    /** Within the transaction that revokes the customer's tokens and releases its devices. */
+    async delete(id: string, tx: Tx): Promise<void> {
+      await tx.query('DELETE FROM customers WHERE id = $1', [id]);
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/db.js';
+import type { Queryable, Tx } from '../storage/db.js';
 
 export interface MfaChallenge {
   tokenHash: string;
@@ -58,9 +58,10 @@ export function createMfaRepository(db: Queryable) {
     async purgeExpired(now: Date): Promise<void> {
       await db.query('DELETE FROM mfa_challenges WHERE expires_at < $1', [now]);
     },
-    async replaceRecoveryCodes(userId: string, hashes: string[], q: Queryable = db): Promise<void> {
-      await q.query('DELETE FROM recovery_codes WHERE user_id = $1', [userId]);
-      for (const h of hashes) await q.query('INSERT INTO recovery_codes (code_hash, user_id) VALUES ($1, $2)', [h, userId]);
+    /** A user's new set of recovery codes in place of the old: two statements, so a transaction's. */
+    async replaceRecoveryCodes(userId: string, hashes: string[], tx: Tx): Promise<void> {
+      await tx.query('DELETE FROM recovery_codes WHERE user_id = $1', [userId]);
+      await tx.query('INSERT INTO recovery_codes (code_hash, user_id) SELECT h, $2 FROM unnest($1::text[]) AS h', [hashes, userId]);
     },
     /** Marks an unused code as used; true when it was the user's and unused. */
     async useRecoveryCode(userId: string, codeHash: string, at: Date, q: Queryable = db): Promise<boolean> {

@@ -63,8 +63,9 @@ export function createProductsRepository(db: Queryable) {
         [id, change.name ?? null, change.description ?? null, at]);
       return rows[0] && toProduct(rows[0]);
     },
-    async delete(id: number, q: Queryable = db): Promise<void> {
-      await q.query('DELETE FROM products WHERE id = $1', [id]);
+    /** Within the transaction that removes the product's clients and tokens. */
+    async delete(id: number, tx: Tx): Promise<void> {
+      await tx.query('DELETE FROM products WHERE id = $1', [id]);
     },
     async isMember(productId: number, userId: string): Promise<boolean> {
       return (await db.query('SELECT 1 FROM product_members WHERE product_id = $1 AND user_id = $2', [productId, userId])).length === 1;

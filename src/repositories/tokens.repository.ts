@@ -1,13 +1,8 @@
-import type { Queryable, Db } from '../storage/db.js';
+import type { Queryable, Db, Tx } from '../storage/db.js';
 import type { Scope } from '../domain/scopes.js';
+import type { Subject } from '../domain/subject.js';
 import { createBatcher } from '../storage/batcher.js';
 import { auditInsert, type AuditEvent } from './audit.repository.js';
-
-/** Whom a token acts for. Customer tokens also carry their product. */
-export type Subject =
-  | { kind: 'user'; userId: string }
-  | { kind: 'product'; productId: string }
-  | { kind: 'customer'; customerId: string; productId: string };
 
 export interface AccessTokenRecord {
   tokenHash: string;
@@ -115,28 +110,31 @@ export function createTokensRepository(db: Db) {
       const rows = await db.query<AccessRow>('SELECT * FROM access_tokens WHERE token_hash = $1', [tokenHash]);
       return rows[0] && toAccess(rows[0]);
     },
-    async deleteAccess(tokenHash: string, q: Queryable = db): Promise<AccessTokenRecord | undefined> {
-      const rows = await q.query<AccessRow>('DELETE FROM access_tokens WHERE token_hash = $1 RETURNING *', [tokenHash]);
-      await q.query('DELETE FROM refresh_tokens WHERE access_token_hash = $1', [tokenHash]);
+    /** Deletes an access token and the refresh tokens made with it: two statements, so a transaction's. */
+    async deleteAccess(tokenHash: string, tx: Tx): Promise<AccessTokenRecord | undefined> {
+      const rows = await tx.query<AccessRow>('DELETE FROM access_tokens WHERE token_hash = $1 RETURNING *', [tokenHash]);
+      await tx.query('DELETE FROM refresh_tokens WHERE access_token_hash = $1', [tokenHash]);
       return rows[0] && toAccess(rows[0]);
     },
     /** Deletes every token of a subject but `keepHash`; returns the deleted hashes. */
-    async deleteForSubject(subject: Subject, keepHash: string | null, q: Queryable = db): Promise<string[]> {
+    async deleteForSubject(subject: Subject, keepHash: string | null, tx: Tx): Promise<string[]> {
       const w = subjectWhere(subject, 2);
-      const rows = await q.query<{ token_hash: string }>(
+      const rows = await tx.query<{ token_hash: string }>(
         `DELETE FROM access_tokens WHERE ${w.sql} AND token_hash IS DISTINCT FROM $1 RETURNING token_hash`, [keepHash, ...w.params]);
-      await q.query(`DELETE FROM refresh_tokens WHERE ${w.sql} AND access_token_hash IS DISTINCT FROM $1`, [keepHash, ...w.params]);
+      await tx.query(`DELETE FROM refresh_tokens WHERE ${w.sql} AND access_token_hash IS DISTINCT FROM $1`, [keepHash, ...w.params]);
       return rows.map((r) => r.token_hash);
     },
     /** Deletes the tokens of a product and of all its customers; returns the deleted hashes. */
-    async deleteForProduct(productId: string, q: Queryable = db): Promise<string[]> {
-      const rows = await q.query<{ token_hash: string }>('DELETE FROM access_tokens WHERE product_id = $1 RETURNING token_hash', [productId]);
-      await q.query('DELETE FROM refresh_tokens WHERE product_id = $1', [productId]);
+    async deleteForProduct(productId: string, tx: Tx): Promise<string[]> {
+      const rows = await tx.query<{ token_hash: string }>('DELETE FROM access_tokens WHERE product_id = $1 RETURNING token_hash', [productId]);
+      await tx.query('DELETE FROM refresh_tokens WHERE product_id = $1', [productId]);
       return rows.map((r) => r.token_hash);
     },
-    async deleteForClient(clientId: string, q: Queryable = db): Promise<string[]> {
-      const rows = await q.query<{ token_hash: string }>('DELETE FROM access_tokens WHERE client_id = $1 RETURNING token_hash', [clientId]);
-      await q.query('DELETE FROM refresh_tokens WHERE client_id = $1', [clientId]);
+    /** Deletes the tokens made with these clients; returns the deleted access tokens' hashes. */
+    async deleteForClients(clientIds: readonly string[], tx: Tx): Promise<string[]> {
+      if (clientIds.length === 0) return [];
+      const rows = await tx.query<{ token_hash: string }>('DELETE FROM access_tokens WHERE client_id = ANY($1::text[]) RETURNING token_hash', [clientIds]);
+      await tx.query('DELETE FROM refresh_tokens WHERE client_id = ANY($1::text[])', [clientIds]);
       return rows.map((r) => r.token_hash);
     },
     async findRefresh(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
@@ -149,9 +147,9 @@ export function createTokensRepository(db: Db) {
       return rows[0] && toRefresh(rows[0]);
     },
     /** Removes expired access and refresh tokens; returns how many. */
-    async purgeExpired(now: Date): Promise<number> {
-      const a = await db.query('DELETE FROM access_tokens WHERE expires_at IS NOT NULL AND expires_at < $1 RETURNING 1', [now]);
-      const r = await db.query('DELETE FROM refresh_tokens WHERE expires_at < $1 RETURNING 1', [now]);
+    async purgeExpired(now: Date, tx: Tx): Promise<number> {
+      const a = await tx.query('DELETE FROM access_tokens WHERE expires_at IS NOT NULL AND expires_at < $1 RETURNING 1', [now]);
+      const r = await tx.query('DELETE FROM refresh_tokens WHERE expires_at < $1 RETURNING 1', [now]);
       return a.length + r.length;
     },
   };

@@ -1,52 +1,39 @@
 import type { Clock } from '../platform/clock.js';
 import { TtlCache } from '../platform/ttl-cache.js';
+import { afterCommit, type Queryable } from '../storage/db.js';
 import type { UserRecord, UsersRepository } from './users.repository.js';
 
 /**
  * The users repository with reads by id served from memory: every authenticated user request
  * reads its account (GET /v1/user, product team checks), and the embedded store does about
- * 2,000 statements a second. Every write through this object drops the entry; callers that
- * write inside a transaction call `forget` again after it commits, so that a read racing the
- * commit cannot keep the old row. Other nodes see a change within `ttlMs`.
+ * 2,000 statements a second. Every write through this object drops the entry once it has
+ * committed (after its transaction's COMMIT when it is part of one), and a read that raced a
+ * write is not kept, so the old row is not served after the change. Other nodes see a change
+ * within `ttlMs`.
  */
 export function cacheUsers(repo: UsersRepository, clock: Clock, ttlMs = 30_000): UsersRepository & { forget(id: string): void } {
   const cache = new TtlCache<UserRecord>(clock, ttlMs);
   const forget = (id: string) => cache.delete(id);
+  /** Runs a write of `id`'s row, then forgets the row once the write has committed. */
+  async function writing<T>(id: string, q: Queryable | undefined, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } finally {
+      if (q === undefined) forget(id);
+      else afterCommit(q, () => forget(id));
+    }
+  }
   return {
     ...repo,
     forget,
     async findById(id, q) {
       if (q !== undefined) return repo.findById(id, q);
-      const hit = cache.get(id);
-      if (hit) return hit;
-      const found = await repo.findById(id);
-      if (found) cache.set(id, found);
-      return found;
+      return cache.load(id, () => repo.findById(id));
     },
-    async update(id, change, at, q) {
-      forget(id);
-      try {
-        return await repo.update(id, change, at, q);
-      } finally {
-        forget(id);
-      }
-    },
-    async setMfa(id, secret, lastStep, at, q) {
-      forget(id);
-      await repo.setMfa(id, secret, lastStep, at, q);
-      forget(id);
-    },
-    async advanceMfaStep(id, step, q) {
-      forget(id);
-      const advanced = await repo.advanceMfaStep(id, step, q);
-      forget(id);
-      return advanced;
-    },
-    async delete(id, q) {
-      forget(id);
-      await repo.delete(id, q);
-      forget(id);
-    },
+    update: (id, change, at, q) => writing(id, q, () => repo.update(id, change, at, q)),
+    setMfa: (id, secret, lastStep, at, q) => writing(id, q, () => repo.setMfa(id, secret, lastStep, at, q)),
+    advanceMfaStep: (id, step, q) => writing(id, q, () => repo.advanceMfaStep(id, step, q)),
+    delete: (id, q) => writing(id, q, () => repo.delete(id, q)),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/db.js';
+import type { Queryable, Tx } from '../storage/db.js';
 
 export interface UserRecord {
   id: string;
@@ -68,8 +68,9 @@ export function createUsersRepository(db: Queryable) {
       const rows = await q.query('UPDATE users SET mfa_last_step = $2 WHERE id = $1 AND (mfa_last_step IS NULL OR mfa_last_step < $2) RETURNING id', [id, step]);
       return rows.length === 1;
     },
-    async delete(id: string, q: Queryable = db): Promise<void> {
-      await q.query('DELETE FROM users WHERE id = $1', [id]);
+    /** Within the transaction that removes the account's clients and tokens. */
+    async delete(id: string, tx: Tx): Promise<void> {
+      await tx.query('DELETE FROM users WHERE id = $1', [id]);
     },
   };
 }

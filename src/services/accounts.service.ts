@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { DomainError } from '../domain/errors.js';
 import type { FailureLimiter } from '../domain/failure-limiter.js';
 import { validateAccountInfo, validateEmail, validateNewPassword } from '../domain/accounts.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { UserRecord, UsersRepository } from '../repositories/users.repository.js';
+import type { Db, Tx } from '../storage/db.js';
 import type { AuditService } from './audit.service.js';
 import type { TokenService } from './tokens.service.js';
 import type { ClientService } from './clients.service.js';
@@ -33,6 +33,7 @@ export interface UserUpdate {
 }
 
 export function createAccountService(deps: {
+  db: Db;
   users: UsersRepository;
   tokens: TokenService;
   clients: ClientService;
@@ -43,7 +44,8 @@ export function createAccountService(deps: {
   signupOpen: boolean;
   /** Products whose team has this user alone; deleting the account would orphan them. */
   soleMemberOf(userId: string): Promise<number[]>;
-  releaseOwned(userId: string): Promise<void>;
+  /** Releases the account's devices and drops its claim codes, within its deletion. */
+  releaseOwned(userId: string, tx: Tx): Promise<void>;
 }) {
   const { users, secrets, clock, limiter, audit } = deps;
 
@@ -53,7 +55,7 @@ export function createAccountService(deps: {
     const accountInfo = validateAccountInfo(input.account_info);
     const now = clock.now();
     const user: UserRecord = {
-      id: randomUUID(),
+      id: secrets.uuid(),
       username,
       passwordHash: await secrets.hashPassword(password),
       accountInfo,
@@ -158,15 +160,19 @@ export function createAccountService(deps: {
       if (Object.keys(change).length === 0 && !body.invalidate_tokens) {
         throw new DomainError('invalid_request', 'Nothing to change: send account_info, username or password');
       }
-      if (Object.keys(change).length > 0 && (await users.update(userId, change, clock.now())) === 'taken') throw taken(String(change.username));
+      const revoking = change.passwordHash !== undefined || body.invalidate_tokens === true;
+      // A new password and the revocation of the other tokens are one write: a password changed
+      // to shut somebody out must not leave their tokens working.
+      const revoked = await deps.db.transaction(async (tx) => {
+        // A taken username is thrown, so that the transaction rolls back.
+        if (Object.keys(change).length > 0 && (await users.update(userId, change, clock.now(), tx)) === 'taken') throw taken(String(change.username));
+        return revoking ? deps.tokens.revokeSubject({ kind: 'user', userId }, currentTokenHash, tx) : 0;
+      });
       const account = { kind: 'user' as const, id: userId };
       if (change.accountInfo) await audit.record({ account, type: 'user.profile_changed', ip });
       if (change.username) await audit.record({ account, type: 'user.username_changed', ip, details: { from: user.username, to: change.username } });
       if (change.passwordHash) await audit.record({ account, type: 'user.password_changed', ip });
-      if (change.passwordHash || body.invalidate_tokens) {
-        const n = await deps.tokens.revokeSubject({ kind: 'user', userId }, currentTokenHash);
-        await audit.record({ account, type: 'tokens.revoked', ip, details: { count: n, reason: change.passwordHash ? 'password changed' : 'asked' } });
-      }
+      if (revoking) await audit.record({ account, type: 'tokens.revoked', ip, details: { count: revoked, reason: change.passwordHash ? 'password changed' : 'asked' } });
     },
 
     /** DELETE /v1/user: with the password; removes the account, its clients and its tokens. */
@@ -177,10 +183,12 @@ export function createAccountService(deps: {
       if (orphans.length > 0) {
         throw new DomainError('conflict', `The account is the only team member of product(s) ${orphans.join(', ')}; delete them or add another member first`);
       }
-      await deps.clients.removeAllOf({ kind: 'user', id: userId });
-      await deps.releaseOwned(userId);
-      await deps.tokens.revokeSubject({ kind: 'user', userId }, null);
-      await users.delete(userId);
+      await deps.db.transaction(async (tx) => {
+        await deps.clients.removeAllOf({ kind: 'user', id: userId }, tx);
+        await deps.releaseOwned(userId, tx);
+        await deps.tokens.revokeSubject({ kind: 'user', userId }, null, tx);
+        await users.delete(userId, tx);
+      });
       await audit.record({ account: { kind: 'user', id: userId }, type: 'user.deleted', ip, details: { username: user.username } });
     },
 

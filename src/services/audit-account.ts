@@ -1,4 +1,4 @@
-import type { Subject } from '../repositories/tokens.repository.js';
+import type { Subject } from '../domain/subject.js';
 
 /** The account an event about a token belongs to. */
 export function accountOf(s: Subject): { kind: 'user' | 'product' | 'customer'; id: string } {

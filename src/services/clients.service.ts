@@ -6,6 +6,7 @@ import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import { TtlCache } from '../platform/ttl-cache.js';
 import type { ClientRecord, ClientsRepository } from '../repositories/clients.repository.js';
+import type { Db, Tx } from '../storage/db.js';
 import type { AuditService } from './audit.service.js';
 import type { TokenService } from './tokens.service.js';
 
@@ -40,6 +41,7 @@ export interface ClientView {
 }
 
 export function createClientService(deps: {
+  db: Db;
   repo: ClientsRepository;
   tokens: TokenService;
   audit: AuditService;
@@ -52,12 +54,14 @@ export function createClientService(deps: {
   // Client records are read on every token request; a short cache keeps that off storage.
   const cache = new TtlCache<ClientRecord>(clock, 30_000, 10_000);
 
-  async function find(id: string): Promise<ClientRecord | undefined> {
-    const hit = cache.get(id);
-    if (hit) return hit;
-    const found = await repo.findById(id);
-    if (found) cache.set(id, found);
-    return found;
+  const find = (id: string): Promise<ClientRecord | undefined> => cache.load(id, () => repo.findById(id));
+
+  /** Deletes clients' tokens with them; the cache forgets them once the deletion commits. */
+  async function dropTokensOf(ids: string[], tx: Tx): Promise<number> {
+    tx.afterCommit(() => {
+      for (const id of ids) cache.delete(id);
+    });
+    return deps.tokens.revokeClients(ids, tx);
   }
 
   function view(c: ClientRecord, secret?: string): ClientView {
@@ -155,21 +159,19 @@ export function createClientService(deps: {
       return view(updated);
     },
 
-    /** Deletes a client and revokes every token it made. */
+    /** Deletes a client and revokes every token it made, all or nothing. */
     async remove(owner: ClientOwner, id: string, ip: string): Promise<void> {
       await findOwned(owner, id);
-      await repo.delete(id);
-      cache.delete(id);
-      const revoked = await deps.tokens.revokeClient(id);
+      const revoked = await deps.db.transaction(async (tx) => {
+        await repo.delete(id, tx);
+        return dropTokensOf([id], tx);
+      });
       await audit.record({ account: owner, type: 'client.deleted', ip, details: { client_id: id, tokens_revoked: revoked } });
     },
 
-    /** Removes every client of an owner (account deletion) and their tokens. */
-    async removeAllOf(owner: ClientOwner): Promise<void> {
-      for (const id of await repo.deleteByOwner(owner)) {
-        cache.delete(id);
-        await deps.tokens.revokeClient(id);
-      }
+    /** Removes every client of an owner and their tokens, within the owner's deletion. */
+    async removeAllOf(owner: ClientOwner, tx: Tx): Promise<void> {
+      await dropTokensOf(await repo.deleteByOwner(owner, tx), tx);
     },
   };
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { DomainError } from '../domain/errors.js';
 import { validateEmail, validateNewPassword } from '../domain/accounts.js';
 import type { FailureLimiter } from '../domain/failure-limiter.js';
@@ -89,7 +88,7 @@ export function createCustomerService(deps: {
       if (hasPassword === noPassword) throw new DomainError('invalid_request', 'Send either password (simple authentication) or no_password=true (a shadow customer), not both and not neither');
       const passwordHash = hasPassword ? await secrets.hashPassword(validateNewPassword(body.password)) : null;
       const now = clock.now();
-      const customer: CustomerRecord = { id: randomUUID(), productId: product.id, email, passwordHash, createdAt: now, updatedAt: now };
+      const customer: CustomerRecord = { id: secrets.uuid(), productId: product.id, email, passwordHash, createdAt: now, updatedAt: now };
       if (!(await repo.insert(customer))) {
         throw new DomainError('conflict', `A customer with the e-mail ${email} already exists in this product`, { details: { errors: ['email already taken'] } });
       }
@@ -115,21 +114,24 @@ export function createCustomerService(deps: {
     /** A new password for a customer; its tokens are revoked so that it logs in again. */
     async setPassword(product: ProductRecord, email: string, password: unknown, ip: string): Promise<void> {
       const c = await mustFind(product, email);
-      await repo.setPassword(c.id, await secrets.hashPassword(validateNewPassword(password)), clock.now());
-      await tokens.revokeSubject(subjectOf(c), null);
+      const hash = await secrets.hashPassword(validateNewPassword(password));
+      await deps.db.transaction(async (tx) => {
+        await repo.setPassword(c.id, hash, clock.now(), tx);
+        await tokens.revokeSubject(subjectOf(c), null, tx);
+      });
       await audit.record({ account: { kind: 'customer', id: c.id }, type: 'customer.password_changed', ip });
     },
 
-    /** Deletes a customer: its tokens and claim codes are revoked, its devices released. */
+    /** Deletes a customer, all or nothing: its tokens and claim codes are revoked, its devices released. */
     async remove(product: ProductRecord, email: string, ip: string): Promise<void> {
       const c = await mustFind(product, email);
-      await tokens.revokeSubject(subjectOf(c), null);
       const owner = { kind: 'customer' as const, id: c.id };
       await deps.db.transaction(async (tx) => {
+        await tokens.revokeSubject(subjectOf(c), null, tx);
         await deps.claims.deleteForOwner(owner, tx);
         await deps.devices.releaseOwner(owner, tx);
+        await repo.delete(c.id, tx);
       });
-      await repo.delete(c.id);
       await audit.record({ account: { kind: 'customer', id: c.id }, type: 'customer.deleted', ip, details: { product_id: product.id, email: c.email } });
     },
   };

@@ -62,8 +62,13 @@ export function createMfaService(deps: {
   }
 
   async function wrongCode(challenge: MfaChallenge, userId: string, ip: string): Promise<never> {
-    const attempts = await repo.countAttempt(challenge.tokenHash);
-    if (attempts >= MAX_ATTEMPTS) await repo.consumeChallenge(challenge.tokenHash);
+    // The count and the end of a challenge at its last allowed wrong code are one write: a
+    // challenge must never outlive its count.
+    const attempts = await deps.db.transaction(async (tx) => {
+      const n = await repo.countAttempt(challenge.tokenHash, tx);
+      if (n >= MAX_ATTEMPTS) await repo.consumeChallenge(challenge.tokenHash, tx);
+      return n;
+    });
     await audit.record({ account: { kind: 'user', id: userId }, type: 'mfa.otp_failed', ip });
     throw new DomainError('invalid_grant', attempts >= MAX_ATTEMPTS ? 'Too many wrong codes; log in again' : 'The one-time password is invalid');
   }
@@ -77,10 +82,13 @@ export function createMfaService(deps: {
       const secret = newTotpSecret();
       const token = secrets.token();
       const now = clock.now();
-      await repo.deleteChallengesOf(userId, 'enroll');
-      await repo.insertChallenge({
-        tokenHash: secrets.sha256(token), purpose: 'enroll', userId, clientId: null, request: {},
-        pendingSecret: secret, attempts: 0, createdAt: now, expiresAt: new Date(now.getTime() + ENROLL_SECONDS * 1000),
+      // A new enrolment replaces a pending one, all or nothing.
+      await deps.db.transaction(async (tx) => {
+        await repo.deleteChallengesOf(userId, 'enroll', tx);
+        await repo.insertChallenge({
+          tokenHash: secrets.sha256(token), purpose: 'enroll', userId, clientId: null, request: {},
+          pendingSecret: secret, attempts: 0, createdAt: now, expiresAt: new Date(now.getTime() + ENROLL_SECONDS * 1000),
+        }, tx);
       });
       const uri = totpUri(secret, user.username);
       return { mfa_token: token, secret, otpauth_url: uri, qr_url: uri };
@@ -93,18 +101,19 @@ export function createMfaService(deps: {
       if (challenge.userId !== userId || challenge.pendingSecret === null) throw new DomainError('invalid_grant', 'The mfa_token is invalid or has expired; start again');
       const step = verifyTotp(challenge.pendingSecret, String(body.otp).trim(), clock.now(), null);
       if (step === null) return wrongCode(challenge, userId, ip);
-      if (!(await repo.consumeChallenge(challenge.tokenHash))) throw new DomainError('invalid_grant', 'The mfa_token was already used');
       const codes = Array.from({ length: RECOVERY_CODES }, () => {
         const raw = secrets.token(5);
         return `${raw.slice(0, 5)}-${raw.slice(5)}`;
       });
+      // The challenge is spent only if MFA is on with its recovery codes (and the other tokens
+      // revoked when asked): a failure leaves the enrolment to be confirmed again.
       await deps.db.transaction(async (tx) => {
+        if (!(await repo.consumeChallenge(challenge.tokenHash, tx))) throw new DomainError('invalid_grant', 'The mfa_token was already used');
         await users.setMfa(userId, challenge.pendingSecret, step, clock.now(), tx);
         await repo.replaceRecoveryCodes(userId, codes.map((c) => secrets.sha256(normaliseRecovery(c))), tx);
+        if (body.invalidate_tokens) await deps.tokens.revokeSubject({ kind: 'user', userId }, currentTokenHash, tx);
       });
-      users.forget(userId);
       await audit.record({ account: { kind: 'user', id: userId }, type: 'mfa.enabled', ip });
-      if (body.invalidate_tokens) await deps.tokens.revokeSubject({ kind: 'user', userId }, currentTokenHash);
       return { enrolled: true, recovery_codes: codes };
     },
 
@@ -118,7 +127,6 @@ export function createMfaService(deps: {
         await users.setMfa(userId, null, null, clock.now(), tx);
         await repo.deleteRecoveryCodes(userId, tx);
       });
-      users.forget(userId);
       await audit.record({ account: { kind: 'user', id: userId }, type: 'mfa.disabled', ip });
     },
 
@@ -148,14 +156,20 @@ export function createMfaService(deps: {
       if (!mayCompleteLogin(challenge.clientId, input.clientId)) throw new DomainError('invalid_grant', 'The mfa_token was issued to another client');
       const user = await users.findById(challenge.userId);
       if (!user || user.mfaSecret === null) throw new DomainError('invalid_grant', 'The mfa_token is invalid or has expired; log in again');
-      if (usingRecovery) {
-        if (!(await repo.useRecoveryCode(user.id, secrets.sha256(normaliseRecovery(code)), clock.now()))) return wrongCode(challenge, user.id, input.ip);
-        await audit.record({ account: { kind: 'user', id: user.id }, type: 'mfa.recovery_code_used', ip: input.ip });
-      } else {
-        const step = verifyTotp(user.mfaSecret, code.trim(), clock.now(), user.mfaLastStep);
-        if (step === null || !(await users.advanceMfaStep(user.id, step))) return wrongCode(challenge, user.id, input.ip);
-      }
-      if (!(await repo.consumeChallenge(challenge.tokenHash))) throw new DomainError('invalid_grant', 'The mfa_token was already used');
+      const step = usingRecovery ? null : verifyTotp(user.mfaSecret, code.trim(), clock.now(), user.mfaLastStep);
+      if (!usingRecovery && step === null) return wrongCode(challenge, user.id, input.ip);
+      // Spending the code (a recovery code, or the TOTP step against replay) and the challenge
+      // is one write: a code is never used up by a login that did not complete.
+      const accepted = await deps.db.transaction(async (tx) => {
+        const spent = step === null
+          ? await repo.useRecoveryCode(user.id, secrets.sha256(normaliseRecovery(code)), clock.now(), tx)
+          : await users.advanceMfaStep(user.id, step, tx);
+        if (!spent) return false;
+        if (!(await repo.consumeChallenge(challenge.tokenHash, tx))) throw new DomainError('invalid_grant', 'The mfa_token was already used');
+        return true;
+      });
+      if (!accepted) return wrongCode(challenge, user.id, input.ip);
+      if (usingRecovery) await audit.record({ account: { kind: 'user', id: user.id }, type: 'mfa.recovery_code_used', ip: input.ip });
       return { user, challenge };
     },
 

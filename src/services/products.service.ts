@@ -8,6 +8,8 @@ import type { Db } from '../storage/db.js';
 import type { ProductRecord, ProductsRepository } from '../repositories/products.repository.js';
 import type { UsersRepository } from '../repositories/users.repository.js';
 import type { AccessTokenRecord } from '../repositories/tokens.repository.js';
+import type { ClientService } from './clients.service.js';
+import type { TokenService } from './tokens.service.js';
 import type { CustomersRepository } from '../repositories/customers.repository.js';
 import type { AuditService } from './audit.service.js';
 import { accountOf } from './audit-account.js';
@@ -45,6 +47,8 @@ export function createProductService(deps: {
   repo: ProductsRepository;
   customers: CustomersRepository;
   users: UsersRepository;
+  clients: ClientService;
+  tokens: TokenService;
   audit: AuditService;
   secrets: Secrets;
   clock: Clock;
@@ -175,17 +179,20 @@ export function createProductService(deps: {
     /**
      * Deletes a product. A product that still has customers is deleted only when the request
      * confirms it by repeating the product's slug (`confirm=<slug>`), since its customers, their
-     * tokens and the product's clients all go with it.
+     * tokens and the product's clients all go with it, all or nothing.
      */
-    async remove(product: ProductRecord, confirm: string | undefined, actor: AccessTokenRecord, ip: string, dropTokensAndClients: (productId: string) => Promise<void>): Promise<void> {
+    async remove(product: ProductRecord, confirm: string | undefined, actor: AccessTokenRecord, ip: string): Promise<void> {
       const customers = await deps.customers.count(product.id);
       if (customers > 0 && confirm !== product.slug) {
         throw new DomainError('conflict', `The product has ${customers} customer(s); to delete it anyway, repeat its slug: confirm=${product.slug}`);
       }
-      await dropTokensAndClients(String(product.id));
-      forgetAccess();
-      await repo.delete(product.id);
-      forgetAccess();
+      const productId = String(product.id);
+      await deps.db.transaction(async (tx) => {
+        await deps.clients.removeAllOf({ kind: 'product', id: productId }, tx);
+        await deps.tokens.revokeProduct(productId, tx);
+        await repo.delete(product.id, tx);
+        tx.afterCommit(forgetAccess);
+      });
       const account = accountOf(actor.subject);
       await audit.record({ account, type: 'product.deleted', ip, details: { product_id: product.id, slug: product.slug } });
     },

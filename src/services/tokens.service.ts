@@ -4,11 +4,13 @@ import type { Scope } from '../domain/scopes.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import { TtlCache } from '../platform/ttl-cache.js';
-import type { AccessTokenRecord, Subject, TokensRepository } from '../repositories/tokens.repository.js';
+import type { Subject } from '../domain/subject.js';
+import type { AccessTokenRecord, RefreshTokenRecord, TokensRepository } from '../repositories/tokens.repository.js';
+import { inTransaction, type Db, type Tx } from '../storage/db.js';
 import type { Settings } from '../config/settings.js';
 import { auditEvent, type AuditInput } from './audit.service.js';
 
-/** The success body of the token endpoint (RFC 6749 §5.1, reference §1). */
+/** The success body of the token endpoint (RFC 6749 §5.1; docs/api.md, "OAuth"). */
 export interface TokenResponse {
   token_type: 'bearer';
   access_token: string;
@@ -22,7 +24,7 @@ export interface IssueRequest {
   clientId: string;
   scope: Scope;
   lifetime: Lifetime;
-  /** Only tokens made with product clients get one (SPEC.md §2.2), and never a non-expiring token. */
+  /** Only tokens made with product clients get one (docs/api.md, "OAuth"), and never a non-expiring token. */
   withRefreshToken: boolean;
   /** Echoed as `scope` in the response (`customer=<email>` for customer tokens). */
   responseScope?: string | undefined;
@@ -33,10 +35,12 @@ export interface IssueRequest {
 /**
  * Access tokens: opaque random strings, stored only as SHA-256 digests. Verified tokens are kept
  * in memory for TOKEN_CACHE_SECONDS so that authenticated reads do not touch storage; revoking
- * on this node evicts them at once.
+ * on this node evicts them once the revocation has committed (a read racing it is not kept).
+ * Revocations take the caller's transaction when they are part of a larger write (a client's,
+ * an account's deletion), or run in one of their own.
  */
-export function createTokenService(deps: { repo: TokensRepository; secrets: Secrets; clock: Clock; settings: Settings }) {
-  const { repo, secrets, clock, settings } = deps;
+export function createTokenService(deps: { db: Db; repo: TokensRepository; secrets: Secrets; clock: Clock; settings: Settings }) {
+  const { db, repo, secrets, clock, settings } = deps;
   const cache = new TtlCache<AccessTokenRecord>(clock, settings.tokenCacheSeconds * 1000);
   // Tokens that are not in storage, remembered briefly so that a flood of made-up tokens does
   // not turn into a flood of storage reads. Safe: a token is random, so nobody can present it
@@ -66,7 +70,7 @@ export function createTokenService(deps: { repo: TokensRepository; secrets: Secr
         scope: req.scope,
         accessExpiresIn: req.lifetime.expiresIn,
         createdAt: now,
-        // Counted from the access token's expiry (reference §1).
+        // Counted from the access token's expiry (REFRESH_TOKEN_LIFETIME_SECONDS, docs/configuration.md).
         expiresAt: new Date(req.lifetime.expiresAt.getTime() + settings.refreshTokenLifetimeSeconds * 1000),
       };
     }
@@ -85,12 +89,11 @@ export function createTokenService(deps: { repo: TokensRepository; secrets: Secr
     let record = cache.get(hash);
     if (!record) {
       if (unknown.get(hash)) throw invalid();
-      record = await repo.findAccess(hash);
+      record = await cache.load(hash, () => repo.findAccess(hash));
       if (!record) {
         unknown.set(hash, true);
         throw invalid();
       }
-      cache.set(hash, record);
     }
     if (record.expiresAt !== null && record.expiresAt.getTime() <= clock.nowMs()) {
       cache.delete(hash);
@@ -99,36 +102,50 @@ export function createTokenService(deps: { repo: TokensRepository; secrets: Secr
     return record;
   }
 
-  function forget(hashes: string[]): void {
-    for (const h of hashes) cache.delete(h);
+  /** Drops revoked tokens from the cache once the revocation commits. */
+  function forgetOnCommit(tx: Tx, hashes: string[]): void {
+    tx.afterCommit(() => {
+      for (const h of hashes) cache.delete(h);
+    });
   }
 
   return {
     issue,
     authenticate,
     hash: (token: string) => secrets.sha256(token),
-    async revoke(tokenHash: string): Promise<AccessTokenRecord | undefined> {
-      forget([tokenHash]);
-      return repo.deleteAccess(tokenHash);
-    },
-    async revokeSubject(subject: Subject, keepHash: string | null): Promise<number> {
-      const gone = await repo.deleteForSubject(subject, keepHash);
-      forget(gone);
+    /** Revokes an access token and the refresh tokens made with it. */
+    revoke: (tokenHash: string): Promise<AccessTokenRecord | undefined> => db.transaction(async (t) => {
+      const gone = await repo.deleteAccess(tokenHash, t);
+      forgetOnCommit(t, [tokenHash]);
+      return gone;
+    }),
+    /** Revokes a refresh token and the access token made with it (RFC 7009 §2.1). */
+    revokeRefresh: (refresh: RefreshTokenRecord): Promise<void> => db.transaction(async (t) => {
+      await repo.consumeRefresh(refresh.tokenHash, t);
+      await repo.deleteAccess(refresh.accessTokenHash, t);
+      forgetOnCommit(t, [refresh.accessTokenHash]);
+    }),
+    /** Revokes every token of a subject but `keepHash`; answers how many access tokens. */
+    revokeSubject: (subject: Subject, keepHash: string | null, tx?: Tx): Promise<number> => inTransaction(db, tx, async (t) => {
+      const gone = await repo.deleteForSubject(subject, keepHash, t);
+      forgetOnCommit(t, gone);
+      return gone.length;
+    }),
+    /** Revokes the tokens of a product and of its customers, within a product's deletion. */
+    async revokeProduct(productId: string, tx: Tx): Promise<number> {
+      const gone = await repo.deleteForProduct(productId, tx);
+      forgetOnCommit(tx, gone);
       return gone.length;
     },
-    async revokeProduct(productId: string): Promise<number> {
-      const gone = await repo.deleteForProduct(productId);
-      forget(gone);
-      return gone.length;
-    },
-    async revokeClient(clientId: string): Promise<number> {
-      const gone = await repo.deleteForClient(clientId);
-      forget(gone);
+    /** Revokes the tokens made with these clients, within their deletion. */
+    async revokeClients(clientIds: readonly string[], tx: Tx): Promise<number> {
+      const gone = await repo.deleteForClients(clientIds, tx);
+      forgetOnCommit(tx, gone);
       return gone.length;
     },
     findRefresh: (refreshToken: string) => repo.findRefresh(secrets.sha256(refreshToken)),
     consumeRefresh: (refreshHash: string) => repo.consumeRefresh(refreshHash),
-    purgeExpired: () => repo.purgeExpired(clock.now()),
+    purgeExpired: () => db.transaction((t) => repo.purgeExpired(clock.now(), t)),
   };
 }
 

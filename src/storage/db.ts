@@ -50,6 +50,11 @@ export function afterCommit(q: Queryable, effect: () => void): void {
   else effect();
 }
 
+/** Runs `work` in the caller's transaction when it has one, or else in a transaction of its own. */
+export function inTransaction<T>(db: Db, tx: Tx | undefined, work: (tx: Tx) => Promise<T>): Promise<T> {
+  return tx ? work(tx) : db.transaction(work);
+}
+
 const isTx = (q: Queryable): q is Tx => typeof (q as Partial<Tx>).afterCommit === 'function';
 
 /**

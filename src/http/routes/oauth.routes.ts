@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import type { ClientService } from '../../services/clients.service.js';
-import type { OAuthService, TokenParams } from '../../services/oauth.service.js';
+import type { OAuthService } from '../../services/oauth.service.js';
+import type { TokenParams } from '../../services/grants/index.js';
 import { clientCredentialsOf } from '../credentials.js';
 import { Str, errorResponses } from '../schemas.js';
 
@@ -38,6 +39,9 @@ const TokenOnlyForm = Type.Object({
   client_secret: Type.Optional(Str(200)),
 }, { additionalProperties: true });
 
+/** Where the OAuth endpoints are, for their routes and the server metadata (RFC 8414). */
+export const OAUTH_PATHS = { token: '/oauth/token', introspection: '/oauth/introspect', revocation: '/oauth/revoke' } as const;
+
 /** OAuth 2.0 endpoints: form-encoded only, client credentials from Basic or the body. */
 export function oauthRoutes(app: FastifyInstance, deps: { oauth: OAuthService; clients: ClientService }): void {
   async function authenticatedClient(req: FastifyRequest) {
@@ -56,7 +60,7 @@ export function oauthRoutes(app: FastifyInstance, deps: { oauth: OAuthService; c
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
   }
 
-  app.post<{ Body: TokenParams & { client_id?: string; client_secret?: string } }>('/oauth/token', {
+  app.post<{ Body: TokenParams & { client_id?: string; client_secret?: string } }>(OAUTH_PATHS.token, {
     preValidation: async (req) => requireForm(req),
     schema: {
       tags: ['oauth'],
@@ -68,13 +72,10 @@ export function oauthRoutes(app: FastifyInstance, deps: { oauth: OAuthService; c
     },
   }, async (req, reply) => {
     noStore(reply);
-    // The grant is checked before the client so that a bad grant_type costs no lock-out.
-    if (!req.body.grant_type) throw new DomainError('invalid_request', 'Missing parameter: grant_type');
-    const client = await authenticatedClient(req);
-    return deps.oauth.token(client, req.body, req.ip);
+    return deps.oauth.token(() => authenticatedClient(req), req.body, req.ip);
   });
 
-  app.post<{ Body: { token: string; token_type_hint?: string } }>('/oauth/introspect', {
+  app.post<{ Body: { token: string; token_type_hint?: string } }>(OAUTH_PATHS.introspection, {
     preValidation: async (req) => requireForm(req),
     schema: {
       tags: ['oauth'],
@@ -89,7 +90,7 @@ export function oauthRoutes(app: FastifyInstance, deps: { oauth: OAuthService; c
     return deps.oauth.introspect(client, req.body.token, req.body.token_type_hint);
   });
 
-  app.post<{ Body: { token: string } }>('/oauth/revoke', {
+  app.post<{ Body: { token: string } }>(OAUTH_PATHS.revocation, {
     preValidation: async (req) => requireForm(req),
     schema: {
       tags: ['oauth'],

@@ -1,8 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { ClientService } from '../../services/clients.service.js';
 import type { ProductService } from '../../services/products.service.js';
-import type { TokenService } from '../../services/tokens.service.js';
 import { authOf, userIdOf, type Guard } from '../auth.js';
 import { Str, errorResponses } from '../schemas.js';
 
@@ -32,7 +30,7 @@ const P = Type.Object({ productIdOrSlug: Str(100) });
 const TeamMember = Type.Object({ username: Type.String(), role: Type.String(), no_mfa: Type.Boolean(), product_id: Type.Integer() });
 
 /** Products and their teams (reference §7). Every product route takes an id or a slug. */
-export function productRoutes(app: FastifyInstance, deps: { products: ProductService; clients: ClientService; tokens: TokenService; guard: Guard }): void {
+export function productRoutes(app: FastifyInstance, deps: { products: ProductService; guard: Guard }): void {
   const { products, guard } = deps;
   const userOnly = guard({ subjects: ['user'] });
   const console = guard({ subjects: ['user', 'product'] });
@@ -94,10 +92,7 @@ export function productRoutes(app: FastifyInstance, deps: { products: ProductSer
     },
   }, async (req, reply) => {
     const product = await products.access(authOf(req), req.params.productIdOrSlug);
-    await products.remove(product, req.query.confirm, authOf(req), req.ip, async (productId) => {
-      await deps.clients.removeAllOf({ kind: 'product', id: productId });
-      await deps.tokens.revokeProduct(productId);
-    });
+    await products.remove(product, req.query.confirm, authOf(req), req.ip);
     return reply.code(204).send();
   });
 

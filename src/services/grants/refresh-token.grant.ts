@@ -1,0 +1,30 @@
+import { DomainError } from '../../domain/errors.js';
+import { accountOf } from '../audit-account.js';
+import type { GrantDeps, GrantHandler, Issuer } from './grant.js';
+
+/**
+ * RFC 6749 §6: a refresh token, single use, for a new access token of the same lifetime and a
+ * new refresh token. It is bound to the client that got it: another client's reads as unknown,
+ * and is left untouched.
+ */
+export function refreshTokenGrant(deps: GrantDeps, issuer: Issuer): GrantHandler {
+  const { tokens, audit, clock } = deps;
+  return async (client, p, ip) => {
+    if (!p.refresh_token) throw new DomainError('invalid_request', 'Missing parameter: refresh_token');
+    const found = await tokens.findRefresh(p.refresh_token);
+    if (!found || found.clientId !== client.id) throw new DomainError('invalid_grant', 'Invalid refresh token');
+    if (found.expiresAt.getTime() <= clock.nowMs()) {
+      await tokens.consumeRefresh(found.tokenHash);
+      throw new DomainError('invalid_grant', 'Refresh token has expired');
+    }
+    // Single use: of two concurrent refreshes only one gets the token.
+    const used = await tokens.consumeRefresh(found.tokenHash);
+    if (!used) throw new DomainError('invalid_grant', 'Invalid refresh token');
+    const body = await tokens.issue({
+      subject: used.subject, clientId: client.id, scope: used.scope,
+      lifetime: issuer.lifetimeOf({ expiresIn: String(used.accessExpiresIn) }), withRefreshToken: true,
+    });
+    await audit.record({ account: accountOf(used.subject), type: 'token.refreshed', ip, details: { client_id: client.id } });
+    return body;
+  };
+}
