@@ -147,21 +147,11 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const secrets = options.secrets ?? createSecrets();
   const db = options.db ?? (await openStorage(settings));
   const bus = options.bus ?? createInProcessBus();
-  // Ownership and product changes made through the API reach the connections of the devices, so
-  // that events follow the new scope at once (the gateway is built after the services).
+  // Ownership and product changes made through the API reach the connections of the devices once
+  // they have committed, with the committed scope, so that events follow it at once (the gateway
+  // is built after the services).
   const deviceChanges: DeviceChanges = {
-    moved: (ids, inTransaction) => {
-      const reread = () => {
-        for (const id of ids) {
-          if (!gateway.holds(id)) continue;
-          void services.devicesRepo.findById(id, db).then((d) => { if (d) gateway.rescope(d.id, { owner: d.owner, productId: d.productId }); }, () => undefined);
-        }
-      };
-      // A write inside a transaction is read back once it has had time to commit; a device's
-      // own claim updates its connection itself, at once.
-      if (inTransaction) setTimeout(reread, 1000).unref();
-      else reread();
-    },
+    moved: (devices) => { for (const d of devices) gateway.rescope(d.id, { owner: d.owner, productId: d.productId }); },
     released: (owner) => gateway.releaseOwner(owner),
   };
   // Services log through the HTTP app's logger, which is built after them.

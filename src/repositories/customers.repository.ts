@@ -46,8 +46,8 @@ export function createCustomersRepository(db: Queryable) {
     async setPassword(id: string, hash: string, at: Date): Promise<void> {
       await db.query('UPDATE customers SET password_hash = $2, updated_at = $3 WHERE id = $1', [id, hash, at]);
     },
-    async delete(id: string): Promise<void> {
-      await db.query('DELETE FROM customers WHERE id = $1', [id]);
+    async delete(id: string, q: Queryable = db): Promise<void> {
+      await q.query('DELETE FROM customers WHERE id = $1', [id]);
     },
   };
 }

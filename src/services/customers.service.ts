@@ -125,11 +125,12 @@ export function createCustomerService(deps: {
       const c = await mustFind(product, email);
       await tokens.revokeSubject(subjectOf(c), null);
       const owner = { kind: 'customer' as const, id: c.id };
+      // All or nothing: never a customer still there with its devices released and its codes gone.
       await deps.db.transaction(async (tx) => {
         await deps.claims.deleteForOwner(owner, tx);
         await deps.devices.releaseOwner(owner, tx);
+        await repo.delete(c.id, tx);
       });
-      await repo.delete(c.id);
       await audit.record({ account: { kind: 'customer', id: c.id }, type: 'customer.deleted', ip, details: { product_id: product.id, email: c.email } });
     },
   };

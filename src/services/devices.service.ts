@@ -4,7 +4,7 @@ import { MAX_BULK_PROVISION, claimedByOther, isDeviceId, sortColumnOf, validateD
 import type { Clock } from '../platform/clock.js';
 import { TtlCache } from '../platform/ttl-cache.js';
 import type { Secrets } from '../platform/secrets.js';
-import type { Db } from '../storage/db.js';
+import type { Db, Tx } from '../storage/db.js';
 import type { DeviceOwner, DeviceRecord, DevicesRepository, ListedDevice } from '../repositories/devices.repository.js';
 import type { ProductRecord, ProductsRepository } from '../repositories/products.repository.js';
 import type { CustomersRepository } from '../repositories/customers.repository.js';
@@ -124,6 +124,18 @@ export function createDeviceService(deps: {
     if (!d || !(await reaches(auth, d))) throw permissionDenied();
     return d;
   }
+
+  /**
+   * The device's row, locked until the transaction ends: ownership changes decide on it in the
+   * transaction that writes, since a decision taken on a remembered record (devices.cache.ts)
+   * could undo a change made meanwhile.
+   */
+  async function locked(id: string, tx: Tx): Promise<DeviceRecord | undefined> {
+    return (await repo.findManyForUpdate([id.toLowerCase()], tx))[0];
+  }
+
+  const sameOwner = (a: DeviceOwner | null, b: DeviceOwner | null) => a !== null && b !== null && a.kind === b.kind && a.id === b.id;
+  const notTheOwner = () => new DomainError('forbidden', 'Only the owner of a device can unclaim it; product devices are released with DELETE /v1/products/:p/devices/:id/owner');
 
   async function inProduct(product: ProductRecord, id: string): Promise<DeviceRecord> {
     const d = isDeviceId(id) ? await repo.findById(id) : undefined;
@@ -277,7 +289,7 @@ export function createDeviceService(deps: {
           if (!d || d.platformId !== product.platformId) result.invalidDeviceIds.push(id);
           else if (d.productId === product.id) result.existingDeviceIds.push(id);
           else if (d.productId !== null) result.nonmemberDeviceIds.push(id);
-          else if (d.owner && !(d.owner.kind === 'user' && (await deps.products.isMember(product.id, d.owner.id)))) result.nonmemberDeviceIds.push(id);
+          else if (d.owner && !(d.owner.kind === 'user' && (await deps.products.isMember(product.id, d.owner.id, tx)))) result.nonmemberDeviceIds.push(id);
           else move.push(id);
         }
         await repo.setProduct(move, product.id, tx);
@@ -341,13 +353,18 @@ export function createDeviceService(deps: {
 
     async removeFromProduct(product: ProductRecord, id: string, auth: AccessTokenRecord, ip: string): Promise<void> {
       const d = await inProduct(product, id);
-      await repo.removeFromProduct(d.id, product.id);
+      const removed = await deps.db.transaction((tx) => repo.removeFromProduct(d.id, product.id, tx));
+      // Another request took it out first.
+      if (!removed) throw deviceNotInProduct();
       await audit.record({ account: accountOf(auth.subject), type: 'device.removed', ip, details: { device_id: d.id, product_id: product.id } });
     },
 
     async releaseOwnerInProduct(product: ProductRecord, id: string, auth: AccessTokenRecord, ip: string): Promise<void> {
       const d = await inProduct(product, id);
-      await repo.setOwner(d.id, null);
+      await deps.db.transaction(async (tx) => {
+        if ((await locked(d.id, tx))?.productId !== product.id) throw deviceNotInProduct();
+        await repo.setOwner(d.id, null, tx);
+      });
       await audit.record({ account: accountOf(auth.subject), type: 'device.unclaimed', ip, details: { device_id: d.id, product_id: product.id } });
     },
 
@@ -355,10 +372,11 @@ export function createDeviceService(deps: {
     async unclaim(auth: AccessTokenRecord, idOrName: string, ip: string): Promise<void> {
       const d = await mustReach(auth, idOrName);
       const owner = ownerOf(auth);
-      if (!owner || !d.owner || d.owner.kind !== owner.kind || d.owner.id !== owner.id) {
-        throw new DomainError('forbidden', 'Only the owner of a device can unclaim it; product devices are released with DELETE /v1/products/:p/devices/:id/owner');
-      }
-      await repo.setOwner(d.id, null);
+      if (!sameOwner(d.owner, owner)) throw notTheOwner();
+      await deps.db.transaction(async (tx) => {
+        if (!sameOwner((await locked(d.id, tx))?.owner ?? null, owner)) throw notTheOwner();
+        await repo.setOwner(d.id, null, tx);
+      });
       await audit.record({ account: accountOf(auth.subject), type: 'device.unclaimed', ip, details: { device_id: d.id } });
     },
 
@@ -368,18 +386,17 @@ export function createDeviceService(deps: {
      */
     async claimById(auth: AccessTokenRecord, rawId: string, ip: string): Promise<{ ok: true; deviceID: string; claimed: true }> {
       if (auth.subject.kind !== 'user') throw new DomainError('forbidden', 'Customers claim devices with a claim code');
-      const userId = auth.subject.userId;
-      const d = isDeviceId(rawId) ? await repo.findById(rawId) : undefined;
-      if (!d) throw new DomainError('not_found', 'device not found');
-      if (d.owner && !(d.owner.kind === 'user' && d.owner.id === userId)) {
-        throw claimedByOther();
-      }
-      if (d.productId !== null && !(await deps.products.isMember(d.productId, userId))) {
-        throw claimedByOther();
-      }
-      await repo.setOwner(d.id, { kind: 'user', id: userId });
-      await audit.record({ account: { kind: 'user', id: userId }, type: 'device.claimed', ip, details: { device_id: d.id, via: 'id' } });
-      return { ok: true, deviceID: d.id, claimed: true };
+      const user: DeviceOwner = { kind: 'user', id: auth.subject.userId };
+      const deviceId = await deps.db.transaction(async (tx) => {
+        const d = isDeviceId(rawId) ? await locked(rawId, tx) : undefined;
+        if (!d) throw new DomainError('not_found', 'device not found');
+        if (d.owner && !sameOwner(d.owner, user)) throw claimedByOther();
+        if (d.productId !== null && !(await deps.products.isMember(d.productId, user.id, tx))) throw claimedByOther();
+        await repo.setOwner(d.id, user, tx);
+        return d.id;
+      });
+      await audit.record({ account: user, type: 'device.claimed', ip, details: { device_id: deviceId, via: 'id' } });
+      return { ok: true, deviceID: deviceId, claimed: true };
     },
 
     ownerOf,
