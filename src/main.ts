@@ -119,7 +119,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
     }),
   });
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
-  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, users, audit, secrets, clock, accessCacheMs: settings.tokenCacheSeconds * 1000 });
+  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, devices: devicesRepo, users, audit, secrets, clock, accessCacheMs: settings.tokenCacheSeconds * 1000 });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
   const devices = createDeviceService({ db, repo: devicesRepo, products: productsRepo, customers: customersRepo, users, audit, secrets, clock, isMember: products.isMemberCached });
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });

@@ -87,6 +87,27 @@ test("deleting a customer is all or nothing: a crash before the customer's row g
   assert.equal((await fleet(token, product.id)).devices[0]?.owner, null, 'deleted whole: the device released');
 });
 
+test("deleting a product releases its customers' devices, all or nothing; a user can then claim one", async () => {
+  const { token, product } = await team();
+  const customer = await customerOf(token, product.id);
+  const who = await provision(server.url, token, product.id);
+  await claimFor(customer.token, product.id, who.id);
+  const remove = () => raw(`${server.url}/v1/products/${product.id}?confirm=${product.slug}`, { method: 'DELETE', token });
+
+  faulty.crashAt(/DELETE FROM products/);
+  assert.equal((await remove()).status, 500);
+  assert.ok(faulty.crashed, 'the crash happened');
+  assert.deepEqual((await fleet(token, product.id)).devices.map((d) => [d.id, d.owner]), [[who.id, customer.email]], 'nothing changed');
+
+  assert.equal((await remove()).status, 204);
+  // Its customer is gone with the product: the device is nobody's, and can be claimed again.
+  const other = await signUp(server.url);
+  const claimed = await raw(`${server.url}/v1/devices`, { method: 'POST', token: other.token, json: { id: who.id } });
+  assert.equal(claimed.status, 200, claimed.text);
+  const shown = await raw(`${server.url}/v1/devices/${who.id}`, { token: other.token });
+  assert.deepEqual([shown.json.owner, shown.json.firmware_product_id], [other.username, null]);
+});
+
 test("importing a device a team member owns, outside any product, decides on the member inside the import's transaction", async () => {
   const { token, product } = await team();
   const next = await newProduct(server.url, token, 'Next');

@@ -86,6 +86,7 @@ export function cacheDevices(repo: DevicesRepository, clock: Clock, ttlMs = 30_0
     removeFromProduct: (id, productId, tx) => write(tx, [id], () => repo.removeFromProduct(id, productId, tx), (d) => moved([d])),
     setOwner: (id, owner, q) => write(q, [id], () => repo.setOwner(id, owner, q), (d) => moved([d])),
     releaseOwner: (owner, tx) => write(tx, 'all', () => repo.releaseOwner(owner, tx), () => changes.released?.(owner)),
+    leaveDeletedProduct: (productId, tx) => write(tx, 'all', () => repo.leaveDeletedProduct(productId, tx), moved),
     update: (id, change, at, q) => write(q, [id], () => repo.update(id, change, at, q)),
   };
 }

@@ -223,6 +223,20 @@ export function createDevicesRepository(db: Queryable) {
       return (await q.query('UPDATE devices SET owner_kind = NULL, owner_id = NULL, updated_at = now() WHERE owner_kind = $1 AND owner_id = $2 RETURNING id', [owner.kind, owner.id])).length;
     },
 
+    /**
+     * A product is being deleted (in the same transaction): its devices leave it, and those of its
+     * customers, who go with it, are released rather than left owned by no one that exists.
+     */
+    async leaveDeletedProduct(productId: number, q: Tx): Promise<DeviceScope[]> {
+      const rows = await q.query<ScopeRow>(
+        `UPDATE devices SET product_id = NULL,
+           owner_kind = CASE WHEN owner_kind = 'customer' THEN NULL ELSE owner_kind END,
+           owner_id = CASE WHEN owner_kind = 'customer' THEN NULL ELSE owner_id END,
+           updated_at = now()
+         WHERE product_id = $1 RETURNING ${SCOPE_COLUMNS}`, [productId]);
+      return rows.map(toScope);
+    },
+
     async update(id: string, change: { name?: string; notes?: string | null; development?: boolean; desiredFirmwareVersion?: number | null }, at: Date, q: Queryable = db): Promise<DeviceRecord | undefined> {
       const sets: string[] = [];
       const params: unknown[] = [id];

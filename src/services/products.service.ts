@@ -9,6 +9,7 @@ import type { ProductRecord, ProductsRepository } from '../repositories/products
 import type { UsersRepository } from '../repositories/users.repository.js';
 import type { AccessTokenRecord } from '../repositories/tokens.repository.js';
 import type { CustomersRepository } from '../repositories/customers.repository.js';
+import type { DevicesRepository } from '../repositories/devices.repository.js';
 import type { AuditService } from './audit.service.js';
 import { accountOf } from './audit-account.js';
 
@@ -44,6 +45,8 @@ export function createProductService(deps: {
   db: Db;
   repo: ProductsRepository;
   customers: CustomersRepository;
+  /** The product's devices leave it when it is deleted. */
+  devices: Pick<DevicesRepository, 'leaveDeletedProduct'>;
   users: UsersRepository;
   audit: AuditService;
   secrets: Secrets;
@@ -175,7 +178,8 @@ export function createProductService(deps: {
     /**
      * Deletes a product. A product that still has customers is deleted only when the request
      * confirms it by repeating the product's slug (`confirm=<slug>`), since its customers, their
-     * tokens and the product's clients all go with it.
+     * tokens and the product's clients all go with it. Its devices stay, out of any product; its
+     * customers' devices are released (devices.repository `leaveDeletedProduct`).
      */
     async remove(product: ProductRecord, confirm: string | undefined, actor: AccessTokenRecord, ip: string, dropTokensAndClients: (productId: string) => Promise<void>): Promise<void> {
       const customers = await deps.customers.count(product.id);
@@ -184,7 +188,10 @@ export function createProductService(deps: {
       }
       await dropTokensAndClients(String(product.id));
       forgetAccess();
-      await repo.delete(product.id);
+      await deps.db.transaction(async (tx) => {
+        await deps.devices.leaveDeletedProduct(product.id, tx);
+        await repo.delete(product.id, tx);
+      });
       forgetAccess();
       const account = accountOf(actor.subject);
       await audit.record({ account, type: 'product.deleted', ip, details: { product_id: product.id, slug: product.slug } });
