@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { DomainError } from '../domain/errors.js';
 import { MAX_BULK_PROVISION, claimedByOther, isDeviceId, sortColumnOf, validateDeviceName, validateNotes } from '../domain/devices.js';
 import type { Clock } from '../platform/clock.js';
@@ -222,7 +221,7 @@ export function createDeviceService(deps: {
     return {
       secret,
       record: {
-        id: randomBytes(12).toString('hex'), secretHash: secrets.sha256(secret), name: null, notes: null, platformId, productId, owner,
+        id: secrets.token(12), secretHash: secrets.sha256(secret), name: null, notes: null, platformId, productId, owner,
         development: false, desiredFirmwareVersion: null, serialNumber: null, online: false, lastHeard: null, lastHandshakeAt: null,
         lastIpAddress: null, systemFirmwareVersion: null, firmwareVersion: null, functions: [], variables: {}, createdAt: now, updatedAt: now,
       },
