@@ -6,7 +6,7 @@ import { documentOf, type ConfigHistoryService } from '../../services/config-his
 import type { ConfigSchemaService } from '../../services/config-schema.service.js';
 import type { ConfigValuesService } from '../../services/config-values.service.js';
 import { rejectedError, type ConfigDeliveryService } from '../../services/config-delivery.service.js';
-import type { DeviceService } from '../../services/devices.service.js';
+import type { DeviceAccess } from '../../services/devices/access.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
 import { Flag, Pagination, Str, errorResponses, flagValue } from '../schemas.js';
@@ -30,7 +30,7 @@ const sentSchema = (req: FastifyRequest) => String(req.headers['content-type'] ?
  */
 type ConfigDeps = {
   schemas: ConfigSchemaService; values: ConfigValuesService; delivery: ConfigDeliveryService; history: ConfigHistoryService;
-  products: ProductService; devices: DeviceService; guard: Guard;
+  products: ProductService; devices: DeviceAccess; guard: Guard;
 };
 
 export function configRoutes(root: FastifyInstance, deps: ConfigDeps): void {
