@@ -18,7 +18,16 @@ import { createCustomerService } from './services/customers.service.js';
 import { createDevicesRepository } from './repositories/devices.repository.js';
 import { cacheDevices, type DeviceChanges } from './repositories/devices.cache.js';
 import { createClaimsRepository } from './repositories/claims.repository.js';
-import { createDeviceService } from './services/devices.service.js';
+import { createDeviceAccess } from './services/devices/access.js';
+import { createDeviceAuthenticator } from './services/devices/device-auth.js';
+import { createDeviceEdits } from './services/devices/edit.js';
+import type { Devices } from './services/devices/index.js';
+import { createDeviceLists } from './services/devices/lists.js';
+import { createFleetMembership } from './services/devices/membership.js';
+import { createOwnerNames } from './services/devices/owner-names.js';
+import { createOwnership } from './services/devices/ownership.js';
+import { createProvisioning } from './services/devices/provisioning.js';
+import { createDeviceViews } from './services/devices/view.js';
 import { createClaimService } from './services/claims.service.js';
 import { createAccountService } from './services/accounts.service.js';
 import { createAuditService } from './services/audit.service.js';
@@ -124,9 +133,20 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
     },
   });
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
-  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, users, clients, tokens, audit, secrets, clock, accessCacheMs: settings.tokenCacheSeconds * 1000 });
+  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, devices: devicesRepo, users, clients, tokens, audit, secrets, clock, accessCacheMs: settings.tokenCacheSeconds * 1000 });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
-  const devices = createDeviceService({ db, repo: devicesRepo, products: productsRepo, customers: customersRepo, users, audit, secrets, clock, isMember: products.isMemberCached });
+  const deviceAccess = createDeviceAccess({ repo: devicesRepo, isMember: products.isMemberCached });
+  const deviceViews = createDeviceViews({ ownerNames: createOwnerNames({ customers: customersRepo, users, clock }) });
+  const devices: Devices = {
+    access: deviceAccess,
+    views: deviceViews,
+    lists: createDeviceLists({ repo: devicesRepo, views: deviceViews }),
+    provisioning: createProvisioning({ db, repo: devicesRepo, audit, secrets, clock, views: deviceViews }),
+    membership: createFleetMembership({ db, repo: devicesRepo, products: productsRepo, access: deviceAccess, audit }),
+    ownership: createOwnership({ db, repo: devicesRepo, products: productsRepo, access: deviceAccess, audit }),
+    edits: createDeviceEdits({ repo: devicesRepo, clock }),
+  };
+  const deviceAuth = createDeviceAuthenticator({ db, repo: devicesRepo, secrets });
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });
   const oauth = createOAuthService({ tokens, accounts, mfa, customers: customers.directory, audit, clock, settings });
   const deviceCalls = createDeviceCallService({ bus, callTimeoutSeconds: settings.deviceCallTimeoutSeconds });
@@ -136,7 +156,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
     schemas: createConfigSchemasRepository(db), values: createConfigValuesRepository(db), history: createConfigHistoryRepository(db),
     state: createDeviceConfigStateRepository(db), products: productsRepo, devices: devicesRepo, wrapReader: seams.configReader,
   });
-  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, claims, deviceCalls, events, config, devicesRepo };
+  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo };
 }
 
 /**
@@ -149,21 +169,11 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const secrets = options.secrets ?? createSecrets();
   const db = options.db ?? (await openStorage(settings));
   const bus = options.bus ?? createInProcessBus();
-  // Ownership and product changes made through the API reach the connections of the devices, so
-  // that events follow the new scope at once (the gateway is built after the services).
+  // Ownership and product changes made through the API reach the connections of the devices once
+  // they have committed, with the committed scope, so that events follow it at once (the gateway
+  // is built after the services).
   const deviceChanges: DeviceChanges = {
-    moved: (ids, inTransaction) => {
-      const reread = () => {
-        for (const id of ids) {
-          if (!gateway.holds(id)) continue;
-          void services.devicesRepo.findById(id, db).then((d) => { if (d) gateway.rescope(d.id, { owner: d.owner, productId: d.productId }); }, () => undefined);
-        }
-      };
-      // A write inside a transaction is read back once it has had time to commit; a device's
-      // own claim updates its connection itself, at once.
-      if (inTransaction) setTimeout(reread, 1000).unref();
-      else reread();
-    },
+    moved: (devices) => { for (const d of devices) gateway.rescope(d.id, { owner: d.owner, productId: d.productId }); },
     released: (owner) => gateway.releaseOwner(owner),
   };
   // Services log through the HTTP app's logger, which is built after them.
@@ -191,7 +201,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       maxConsecutive: settings.loginMaxFailures, lockoutSeconds: settings.loginLockoutSeconds,
       maxPerWindow: settings.ipMaxFailures, windowSeconds: settings.ipFailureWindowSeconds,
     }),
-    authenticate: (id, secret) => services.devices.authenticate(id, secret),
+    authenticate: (id, secret) => services.deviceAuth.authenticate(id, secret),
     claim: (id, code) => services.claims.redeem(id, code),
     configHello: (id, hashes) => {
       // The firmware version of the `hello` just before decides which settings apply (SPEC.md §2.6).

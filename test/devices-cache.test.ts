@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cacheDevices } from '../src/repositories/devices.cache.js';
 import { manualClock } from '../src/platform/clock.js';
-import type { DeviceRecord, DevicesRepository } from '../src/repositories/devices.repository.js';
+import type { DeviceRecord, DeviceScope, DevicesRepository } from '../src/repositories/devices.repository.js';
+import type { Tx } from '../src/storage/db.js';
 
 test('a read that raced a reported change is not kept: the next read goes to storage again', async () => {
   let stored = { id: 'a'.repeat(24), functions: [] as string[] } as unknown as DeviceRecord;
@@ -29,4 +30,45 @@ test('a read that raced a reported change is not kept: the next read goes to sto
   assert.equal(reads, 2);
   await cache.findById(stored.id);
   assert.equal(reads, 2, 'a read with no change during it is kept');
+});
+
+test('a write inside a transaction is dropped from memory and reported once it has committed, with what it committed', async () => {
+  const id = 'b'.repeat(24);
+  const before = { id, owner: { kind: 'user', id: 'u1' }, productId: 7, functions: [] } as unknown as DeviceRecord;
+  let stored = before;
+  let pending: DeviceRecord | undefined;
+  const repo = {
+    findById: async () => stored,
+    async setOwner(_id: string, owner: DeviceRecord['owner']) {
+      pending = { ...stored, owner };
+      return { id, owner, productId: stored.productId };
+    },
+  } as unknown as DevicesRepository;
+  const moved: DeviceScope[][] = [];
+  const cache = cacheDevices(repo, manualClock(), 30_000, { moved: (devices) => moved.push(devices) });
+  // A transaction that has not committed yet: its effects wait.
+  const effects: Array<() => void> = [];
+  const tx = { query: async () => [], exec: async () => undefined, afterCommit: (effect: () => void) => { effects.push(effect); } } as unknown as Tx;
+
+  assert.equal((await cache.findById(id))?.owner?.id, 'u1');
+  await cache.setOwner(id, null, tx);
+  const reportedEarly = [...moved];
+  // A read between the write and its commit sees (and may keep) the row from before.
+  assert.equal((await cache.findById(id))?.owner?.id, 'u1');
+
+  stored = pending as DeviceRecord;
+  for (const effect of effects) effect();
+  assert.equal((await cache.findById(id))?.owner, null, 'the commit dropped what the read kept');
+  assert.deepEqual(reportedEarly, [], 'nothing is reported before the commit');
+  assert.deepEqual(moved, [[{ id, owner: null, productId: 7 }]], 'reported once, with the committed scope');
+});
+
+test('a write whose transaction rolls back reports nothing', async () => {
+  const id = 'c'.repeat(24);
+  const repo = { setProduct: async () => [{ id, owner: null, productId: 9 }] } as unknown as DevicesRepository;
+  const moved: DeviceScope[][] = [];
+  const cache = cacheDevices(repo, manualClock(), 30_000, { moved: (devices) => moved.push(devices) });
+  const tx = { query: async () => [], exec: async () => undefined, afterCommit: () => undefined } as unknown as Tx;
+  await cache.setProduct([id], 9, tx);
+  assert.deepEqual(moved, []);
 });

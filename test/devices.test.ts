@@ -120,7 +120,7 @@ test('claim codes and claiming: a customer claims with a code and then reaches o
   const id = (await api.provisionDevice({ productId: product.id, auth: token })).body.id as string;
 
   const code = await app.getClaimCode({ product: product.id, auth: alice });
-  assert.equal(typeof code.body.claim_code, 'string');
+  assert.match(code.body.claim_code, /^[A-Za-z0-9]{48}$/);
   assert.deepEqual(code.body.device_ids, []);
   // The device side presents the code (the device gateway calls this service operation).
   await server.skyport.services.claims.redeem(id, code.body.claim_code);

@@ -12,7 +12,7 @@ import type { OAuthService } from '../services/oauth.service.js';
 import type { TokenService } from '../services/tokens.service.js';
 import type { ProductService } from '../services/products.service.js';
 import type { CustomerService } from '../services/customers.service.js';
-import type { DeviceService } from '../services/devices.service.js';
+import type { Devices } from '../services/devices/index.js';
 import type { ClaimService } from '../services/claims.service.js';
 import multipart from '@fastify/multipart';
 import { deviceRoutes } from './routes/devices.routes.js';
@@ -45,7 +45,7 @@ export interface HttpDeps {
   tokens: TokenService;
   products: ProductService;
   customers: CustomerService;
-  devices: DeviceService;
+  devices: Devices;
   claims: ClaimService;
   deviceCalls: DeviceCallService;
   events: EventService;
@@ -126,9 +126,9 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   productRoutes(app, { products: deps.products, guard });
   customerRoutes(app, { customers: deps.customers, clients: deps.clients, products: deps.products, guard });
   deviceRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, products: deps.products, guard });
-  deviceCallRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, products: deps.products, guard });
-  configRoutes(app, { config: deps.config, products: deps.products, devices: deps.devices, guard });
-  eventRoutes(app, { events: deps.events, devices: deps.devices, products: deps.products, guard, keepaliveSeconds: deps.settings.eventsKeepaliveSeconds });
+  deviceCallRoutes(app, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, products: deps.products, guard });
+  configRoutes(app, { config: deps.config, products: deps.products, devices: deps.devices.access, guard });
+  eventRoutes(app, { events: deps.events, devices: deps.devices.access, products: deps.products, guard, keepaliveSeconds: deps.settings.eventsKeepaliveSeconds });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

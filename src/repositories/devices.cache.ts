@@ -1,6 +1,19 @@
 import type { Clock } from '../platform/clock.js';
 import { TtlCache } from '../platform/ttl-cache.js';
-import type { DeviceOwner, DeviceRecord, DevicesRepository } from './devices.repository.js';
+import { afterCommit, type Queryable } from '../storage/db.js';
+import type { DeviceOwner, DeviceRecord, DeviceScope, DevicesRepository } from './devices.repository.js';
+
+/**
+ * What other parts of the node do about a committed change of devices' owner or product (the
+ * gateway re-scopes their connections). Called once the write has committed, never after a
+ * rollback, with the scope the write left.
+ */
+export interface DeviceChanges {
+  /** These devices' owner or product may have changed: what they are now. */
+  moved?(devices: DeviceScope[]): void;
+  /** Every device of an owner was released. */
+  released?(owner: DeviceOwner): void;
+}
 
 /**
  * The devices repository with reads by id served from memory: every call, read, ping and
@@ -10,16 +23,6 @@ import type { DeviceOwner, DeviceRecord, DevicesRepository } from './devices.rep
  * than devices); presence and `hello` writes call `forget`. Other nodes see a change within
  * `ttlMs`, as for cached tokens (TOKEN_CACHE_SECONDS).
  */
-export interface DeviceChanges {
-  /**
-   * After a write that may have changed these devices' owner or product; `inTransaction` when the
-   * write was part of a transaction that may not have committed yet.
-   */
-  moved?(ids: string[], inTransaction: boolean): void;
-  /** After every device of an owner was released. */
-  released?(owner: DeviceOwner): void;
-}
-
 export function cacheDevices(repo: DevicesRepository, clock: Clock, ttlMs = 30_000, changes: DeviceChanges = {}): DevicesRepository & { forget(id: string): void } {
   const cache = new TtlCache<DeviceRecord>(clock, ttlMs);
   // Reads in flight, by id: a change reported while one runs (`forget`) marks it, and what it
@@ -34,16 +37,29 @@ export function cacheDevices(repo: DevicesRepository, clock: Clock, ttlMs = 30_0
     cache.clear();
     for (const set of reading.values()) for (const r of set) r.stale = true;
   };
-  /** Drops the entries before the write and again after it, so a read racing the write cannot keep the old row. */
-  async function around<T>(ids: string[] | 'all', write: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a write and drops what it touches once it has committed: dropped earlier (inside a
+   * transaction, before COMMIT), a read in between would fetch and keep the row from before the
+   * write. The drop before the write keeps this node's readers from being served the old row
+   * from memory while the write is under way.
+   */
+  async function write<T>(q: Queryable | undefined, ids: string[] | 'all', run: () => Promise<T>, committed?: (result: T) => void): Promise<T> {
     const drop = () => (ids === 'all' ? forgetAll() : ids.forEach(forget));
     drop();
-    try {
-      return await write();
-    } finally {
+    const result = await run();
+    const effect = () => {
       drop();
-    }
+      committed?.(result);
+    };
+    // Without a store given, the write ran on its own and committed when it returned.
+    if (q === undefined) effect();
+    else afterCommit(q, effect);
+    return result;
   }
+  const moved = (scopes: Array<DeviceScope | undefined>) => {
+    const devices = scopes.filter((d): d is DeviceScope => d !== undefined);
+    if (devices.length > 0) changes.moved?.(devices);
+  };
   return {
     ...repo,
     forget,
@@ -65,11 +81,12 @@ export function cacheDevices(repo: DevicesRepository, clock: Clock, ttlMs = 30_0
       if (found && !mark.stale) cache.set(key, found);
       return found;
     },
-    insertMany: (devices, q) => around(devices.map((d) => d.id), () => repo.insertMany(devices, q)),
-    setProduct: (ids, productId, q) => around(ids, () => repo.setProduct(ids, productId, q)).finally(() => changes.moved?.(ids, q !== undefined)),
-    removeFromProduct: (id, productId, q) => around([id], () => repo.removeFromProduct(id, productId, q)).finally(() => changes.moved?.([id], q !== undefined)),
-    setOwner: (id, owner, q) => around([id], () => repo.setOwner(id, owner, q)).finally(() => changes.moved?.([id], q !== undefined)),
-    releaseOwner: (owner, q) => around('all', () => repo.releaseOwner(owner, q)).finally(() => changes.released?.(owner)),
-    update: (id, change, at) => around([id], () => repo.update(id, change, at)),
+    insertMany: (devices, tx) => write(tx, devices.map((d) => d.id), () => repo.insertMany(devices, tx)),
+    setProduct: (ids, productId, tx) => write(tx, ids, () => repo.setProduct(ids, productId, tx), moved),
+    removeFromProduct: (id, productId, tx) => write(tx, [id], () => repo.removeFromProduct(id, productId, tx), (d) => moved([d])),
+    setOwner: (id, owner, q) => write(q, [id], () => repo.setOwner(id, owner, q), (d) => moved([d])),
+    releaseOwner: (owner, tx) => write(tx, 'all', () => repo.releaseOwner(owner, tx), () => changes.released?.(owner)),
+    leaveDeletedProduct: (productId, tx) => write(tx, 'all', () => repo.leaveDeletedProduct(productId, tx), moved),
+    update: (id, change, at, q) => write(q, [id], () => repo.update(id, change, at, q)),
   };
 }

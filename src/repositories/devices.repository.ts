@@ -3,6 +3,9 @@ import type { SortColumn } from '../domain/devices.js';
 
 export type DeviceOwner = { kind: 'user' | 'customer'; id: string };
 
+/** Whose a device is and which fleet it is in, as a write left them: what its connection routes events by. */
+export interface DeviceScope { id: string; owner: DeviceOwner | null; productId: number | null }
+
 export interface DeviceRecord {
   id: string;
   secretHash: string;
@@ -72,6 +75,14 @@ const toDevice = (r: Row): DeviceRecord => ({
   updatedAt: new Date(r.updated_at),
 });
 
+type ScopeRow = Pick<Row, 'id' | 'product_id' | 'owner_kind' | 'owner_id'>;
+const SCOPE_COLUMNS = 'id, product_id, owner_kind, owner_id';
+const toScope = (r: ScopeRow): DeviceScope => ({
+  id: r.id,
+  owner: r.owner_kind && r.owner_id ? { kind: r.owner_kind, id: r.owner_id } : null,
+  productId: r.product_id === null ? null : Number(r.product_id),
+});
+
 export interface FleetQuery {
   idPrefix?: string | undefined;
   name?: string | undefined;
@@ -97,8 +108,8 @@ export function createDevicesRepository(db: Queryable) {
   }
 
   return {
-    /** Inserts new devices (provisioning) and counts them into their product. */
-    async insertMany(devices: DeviceRecord[], q: Queryable = db): Promise<void> {
+    /** Inserts new devices (provisioning) and counts them into their product: several statements, one transaction. */
+    async insertMany(devices: DeviceRecord[], q: Tx): Promise<void> {
       for (let i = 0; i < devices.length; i += 500) {
         const chunk = devices.slice(i, i + 500);
         const values = chunk.map((_, j) => `($${j * 8 + 1}, $${j * 8 + 2}, $${j * 8 + 3}, $${j * 8 + 4}, $${j * 8 + 5}, $${j * 8 + 6}, $${j * 8 + 7}, $${j * 8 + 8}, $${j * 8 + 8})`).join(', ');
@@ -188,43 +199,67 @@ export function createDevicesRepository(db: Queryable) {
       return { devices: rows.map(toListed), total };
     },
 
-    async setProduct(ids: string[], productId: number, q: Queryable): Promise<void> {
-      if (ids.length === 0) return;
-      const moved = await q.query<{ old: number | string | null }>(
+    /**
+     * Moves devices into a product and moves the fleets' counts with them (one transaction; the
+     * caller holds the rows, findManyForUpdate). Answers the devices' new scope.
+     */
+    async setProduct(ids: string[], productId: number, q: Tx): Promise<DeviceScope[]> {
+      if (ids.length === 0) return [];
+      const moved = await q.query<ScopeRow & { old: number | string | null }>(
         `UPDATE devices d SET product_id = $2, updated_at = now() FROM (SELECT id, product_id AS old FROM devices WHERE id = ANY($1::text[])) o
-         WHERE d.id = o.id RETURNING o.old`, [ids, productId]);
-      for (const m of moved) if (m.old !== null) await bumpCount(q, Number(m.old), -1);
+         WHERE d.id = o.id RETURNING d.id, d.product_id, d.owner_kind, d.owner_id, o.old`, [ids, productId]);
+      const left = new Map<number, number>();
+      for (const m of moved) if (m.old !== null) left.set(Number(m.old), (left.get(Number(m.old)) ?? 0) + 1);
+      for (const [old, n] of left) await bumpCount(q, old, -n);
       await bumpCount(q, productId, moved.length);
+      return moved.map(toScope);
     },
 
-    /** Takes a device out of its product and releases its owner (reference §7). */
-    async removeFromProduct(id: string, productId: number, q: Queryable = db): Promise<boolean> {
-      const rows = await q.query('UPDATE devices SET product_id = NULL, owner_kind = NULL, owner_id = NULL, development = false, updated_at = now() WHERE id = $1 AND product_id = $2 RETURNING id', [id, productId]);
-      if (rows.length === 1) await bumpCount(q, productId, -1);
-      return rows.length === 1;
+    /** Takes a device out of its product and releases its owner (docs/api.md, "Devices"); the fleet's count follows in the same transaction. */
+    async removeFromProduct(id: string, productId: number, q: Tx): Promise<DeviceScope | undefined> {
+      const rows = await q.query<ScopeRow>(`UPDATE devices SET product_id = NULL, owner_kind = NULL, owner_id = NULL, development = false, updated_at = now() WHERE id = $1 AND product_id = $2 RETURNING ${SCOPE_COLUMNS}`, [id, productId]);
+      if (rows[0]) await bumpCount(q, productId, -1);
+      return rows[0] && toScope(rows[0]);
     },
 
-    async setOwner(id: string, owner: DeviceOwner | null, q: Queryable = db): Promise<void> {
-      await q.query('UPDATE devices SET owner_kind = $2, owner_id = $3, updated_at = now() WHERE id = $1', [id, owner?.kind ?? null, owner?.id ?? null]);
+    /** A device's new owner (none: released); answers its scope, or nothing when there is no such device. */
+    async setOwner(id: string, owner: DeviceOwner | null, q: Queryable = db): Promise<DeviceScope | undefined> {
+      const rows = await q.query<ScopeRow>(`UPDATE devices SET owner_kind = $2, owner_id = $3, updated_at = now() WHERE id = $1 RETURNING ${SCOPE_COLUMNS}`, [id, owner?.kind ?? null, owner?.id ?? null]);
+      return rows[0] && toScope(rows[0]);
     },
 
-    async releaseOwner(owner: DeviceOwner, q: Queryable = db): Promise<number> {
+    /** Releases every device of an owner that is going away: part of that owner's removal, so it takes the removal's transaction. */
+    async releaseOwner(owner: DeviceOwner, q: Tx): Promise<number> {
       return (await q.query('UPDATE devices SET owner_kind = NULL, owner_id = NULL, updated_at = now() WHERE owner_kind = $1 AND owner_id = $2 RETURNING id', [owner.kind, owner.id])).length;
     },
 
-    async update(id: string, change: { name?: string; notes?: string | null; development?: boolean; desiredFirmwareVersion?: number | null }, at: Date): Promise<DeviceRecord | undefined> {
+    /**
+     * A product is being deleted (in the same transaction): its devices leave it, and those of its
+     * customers, who go with it, are released rather than left owned by no one that exists.
+     */
+    async leaveDeletedProduct(productId: number, q: Tx): Promise<DeviceScope[]> {
+      const rows = await q.query<ScopeRow>(
+        `UPDATE devices SET product_id = NULL,
+           owner_kind = CASE WHEN owner_kind = 'customer' THEN NULL ELSE owner_kind END,
+           owner_id = CASE WHEN owner_kind = 'customer' THEN NULL ELSE owner_id END,
+           updated_at = now()
+         WHERE product_id = $1 RETURNING ${SCOPE_COLUMNS}`, [productId]);
+      return rows.map(toScope);
+    },
+
+    async update(id: string, change: { name?: string; notes?: string | null; development?: boolean; desiredFirmwareVersion?: number | null }, at: Date, q: Queryable = db): Promise<DeviceRecord | undefined> {
       const sets: string[] = [];
       const params: unknown[] = [id];
       const set = (col: string, v: unknown) => { params.push(v); sets.push(`${col} = $${params.length}`); };
       if (change.name !== undefined) set('name', change.name);
       if (change.notes !== undefined) set('notes', change.notes);
       if (change.development !== undefined) set('development', change.development);
-      // Becoming a development device makes its own values win (SPEC.md §3.2); leaving keeps them
+      // Becoming a development device makes its own values win (docs/api.md, "Effective configuration"); leaving keeps them
       // winning until the next fleet change clears the flag.
       if (change.development === true) sets.push('config_own_wins = true');
       if (change.desiredFirmwareVersion !== undefined) set('desired_firmware_version', change.desiredFirmwareVersion);
       set('updated_at', at);
-      const rows = await db.query<Row>(`UPDATE devices SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, params);
+      const rows = await q.query<Row>(`UPDATE devices SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, params);
       return rows[0] && toDevice(rows[0]);
     },
 

@@ -67,8 +67,8 @@ export function createProductsRepository(db: Queryable) {
     async delete(id: number, tx: Tx): Promise<void> {
       await tx.query('DELETE FROM products WHERE id = $1', [id]);
     },
-    async isMember(productId: number, userId: string): Promise<boolean> {
-      return (await db.query('SELECT 1 FROM product_members WHERE product_id = $1 AND user_id = $2', [productId, userId])).length === 1;
+    async isMember(productId: number, userId: string, q: Queryable = db): Promise<boolean> {
+      return (await q.query('SELECT 1 FROM product_members WHERE product_id = $1 AND user_id = $2', [productId, userId])).length === 1;
     },
     async addMember(productId: number, userId: string, role: string, at: Date, q: Queryable = db): Promise<boolean> {
       const rows = await q.query('INSERT INTO product_members (product_id, user_id, role, added_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1', [productId, userId, role, at]);

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { DomainError } from '../domain/errors.js';
 import { claimedByOther } from '../domain/devices.js';
 import type { Clock } from '../platform/clock.js';
@@ -10,7 +9,7 @@ import type { ProductsRepository } from '../repositories/products.repository.js'
 import type { AuditService } from './audit.service.js';
 
 /**
- * Claim codes (SPEC.md §2.4, §3.1): asked for by a user (POST /v1/device_claims) or by a customer
+ * Claim codes (docs/api.md, "Claim codes"): asked for by a user (POST /v1/device_claims) or by a customer
  * of a product (POST /v1/products/:p/device_claims); random, stored only as a hash, single use,
  * bound to who asked, expiring after CLAIM_CODE_LIFETIME_SECONDS. The device presents the code
  * after it connects (`redeem`, called by the device gateway); then whoever asked owns it.
@@ -28,12 +27,10 @@ export function createClaimService(deps: {
   const { repo, secrets, clock } = deps;
   // 48 characters from a 62-letter alphabet: about 285 bits, typed by no one.
   const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-  const newCode = () => Array.from(randomBytes(64)).filter((b) => b < 248).slice(0, 48).map((b) => ALPHABET[b % 62]).join('');
 
   return {
     async create(owner: DeviceOwner, productId: number | null, ip: string): Promise<{ claim_code: string; device_ids: string[] }> {
-      let code = newCode();
-      while (code.length < 48) code = newCode();
+      const code = secrets.text(48, ALPHABET);
       const now = clock.now();
       await repo.insert({ codeHash: secrets.sha256(code), owner, productId, createdAt: now, expiresAt: new Date(now.getTime() + deps.lifetimeSeconds * 1000) });
       await deps.audit.record({ account: owner, type: 'claim_code.created', ip, details: { product_id: productId } });

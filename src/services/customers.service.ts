@@ -126,6 +126,7 @@ export function createCustomerService(deps: {
     async remove(product: ProductRecord, email: string, ip: string): Promise<void> {
       const c = await mustFind(product, email);
       const owner = { kind: 'customer' as const, id: c.id };
+      // All or nothing: never a customer still there with its devices released and its codes gone.
       await deps.db.transaction(async (tx) => {
         await tokens.revokeSubject(subjectOf(c), null, tx);
         await deps.claims.deleteForOwner(owner, tx);

@@ -17,7 +17,7 @@ function checkName(kind: 'function' | 'variable', name: string): void {
 /**
  * What applications ask of a connected device (reference §6; docs/device-protocol.md): function
  * calls, variable reads, ping and signal. Which device a token reaches is decided before
- * (DeviceService.mustReach / inProduct); this only talks to the bus.
+ * (services/devices/access.ts: mustReach / inProduct); this only talks to the bus.
  */
 export function createDeviceCallService(deps: { bus: Bus; callTimeoutSeconds: number }) {
   const { bus } = deps;

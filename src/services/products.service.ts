@@ -11,6 +11,7 @@ import type { AccessTokenRecord } from '../repositories/tokens.repository.js';
 import type { ClientService } from './clients.service.js';
 import type { TokenService } from './tokens.service.js';
 import type { CustomersRepository } from '../repositories/customers.repository.js';
+import type { DevicesRepository } from '../repositories/devices.repository.js';
 import type { AuditService } from './audit.service.js';
 import { accountOf } from './audit-account.js';
 
@@ -46,6 +47,8 @@ export function createProductService(deps: {
   db: Db;
   repo: ProductsRepository;
   customers: CustomersRepository;
+  /** The product's devices leave it when it is deleted. */
+  devices: Pick<DevicesRepository, 'leaveDeletedProduct'>;
   users: UsersRepository;
   clients: ClientService;
   tokens: TokenService;
@@ -179,7 +182,8 @@ export function createProductService(deps: {
     /**
      * Deletes a product. A product that still has customers is deleted only when the request
      * confirms it by repeating the product's slug (`confirm=<slug>`), since its customers, their
-     * tokens and the product's clients all go with it, all or nothing.
+     * tokens and the product's clients all go with it, all or nothing. Its devices stay, out of
+     * any product; its customers' devices are released (devices.repository `leaveDeletedProduct`).
      */
     async remove(product: ProductRecord, confirm: string | undefined, actor: AccessTokenRecord, ip: string): Promise<void> {
       const customers = await deps.customers.count(product.id);
@@ -190,6 +194,7 @@ export function createProductService(deps: {
       await deps.db.transaction(async (tx) => {
         await deps.clients.removeAllOf({ kind: 'product', id: productId }, tx);
         await deps.tokens.revokeProduct(productId, tx);
+        await deps.devices.leaveDeletedProduct(product.id, tx);
         await repo.delete(product.id, tx);
         tx.afterCommit(forgetAccess);
       });

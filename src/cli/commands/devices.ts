@@ -5,17 +5,15 @@ import { contextOf, type CliContext } from '../lib/context.js';
 import { progress, table } from '../lib/output.js';
 import { needed, seg, wholeNumberOf } from '../lib/json-input.js';
 import { fields } from '../lib/resources.js';
+import type { DeviceView as ServedDevice } from '../../services/devices/view.js';
 
 /**
  * Devices (docs/api.md, "Devices" and "Calling devices"): provisioning (with the secrets written
  * once, to a file only the user can read), the caller's devices and a product's fleet, rename,
  * ping, signal; and `call` / `get` on a connected device.
  */
-interface DeviceView {
-  id: string; name: string | null; product_id: number; platform_id: number; online: boolean; last_heard: string | null;
-  last_ip_address: string | null; system_firmware_version: string | null; firmware_version: number | null; development: boolean;
-  owner: string | null; notes: string | null; functions: string[]; variables: Record<string, string>; status: string;
-}
+type DeviceView = Pick<ServedDevice, 'id' | 'name' | 'product_id' | 'platform_id' | 'online' | 'last_heard' | 'last_ip_address' | 'system_firmware_version'
+  | 'firmware_version' | 'development' | 'owner' | 'notes' | 'functions' | 'variables' | 'status'>;
 interface Credential { id: string; device_secret: string }
 
 /** Devices a bulk request asks for: small enough for the progress bar to move, well under the API's 10,000. */

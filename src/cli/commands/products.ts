@@ -1,16 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
-import type { ImportResult } from '../../services/devices.service.js';
+import type { ImportResult } from '../../services/devices/membership.js';
+import type { DeviceView } from '../../services/devices/view.js';
 import { contextOf, type CliContext } from '../lib/context.js';
 import { progress, table } from '../lib/output.js';
 import { emptyPage, fields, pageLine, productApi, productRef, required, wholeNumber, type ProductApi } from '../lib/resources.js';
 
 interface Product { id: number; slug: string; name: string; description: string; platform_id: number; user: string | null; groups: string[]; created_at: string }
-interface Device {
-  id: string; name: string | null; online: boolean; development: boolean; owner: string | null;
-  firmware_version: number | null; system_firmware_version: string | null; last_heard: string | null; notes: string | null;
-}
+type Device = Pick<DeviceView, 'id' | 'name' | 'online' | 'development' | 'owner' | 'firmware_version' | 'system_firmware_version' | 'last_heard' | 'notes'>;
 interface Paged { page: number; per_page: number; total: number; total_pages: number }
 interface TeamMember { username: string; role: string; no_mfa: boolean }
 

@@ -4,7 +4,7 @@ import { DomainError } from '../../domain/errors.js';
 import { accountOf } from '../../services/audit-account.js';
 import type { Configuration } from '../../services/config/index.js';
 import type { Author, DeviceWrite, SchemaWrite } from '../../services/config/writes.js';
-import type { DeviceService } from '../../services/devices.service.js';
+import type { DeviceAccess } from '../../services/devices/access.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
 import { Flag, Pagination, Str, errorResponses, flagValue } from '../schemas.js';
@@ -27,7 +27,7 @@ const sentSchema = (req: FastifyRequest) => String(req.headers['content-type'] ?
  * it. The routes live in their own plugin scope, whose JSON parser takes an empty body (the
  * console's "reset to default" sends one).
  */
-type ConfigDeps = { config: Configuration; products: ProductService; devices: DeviceService; guard: Guard };
+type ConfigDeps = { config: Configuration; products: ProductService; devices: DeviceAccess; guard: Guard };
 
 export function configRoutes(root: FastifyInstance, deps: ConfigDeps): void {
   root.register(async (app) => routes(app, deps));

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import type { DeviceCallService } from '../../services/device-calls.service.js';
-import type { DeviceService } from '../../services/devices.service.js';
+import type { DeviceAccess } from '../../services/devices/access.js';
 import type { ProductService } from '../../services/products.service.js';
 import type { DeviceRecord } from '../../repositories/devices.repository.js';
 import { authOf, type Guard } from '../auth.js';
@@ -54,7 +54,7 @@ function answer(reply: FastifyReply, format: string | undefined, body: object, r
  * Function calls, variable reads and ping (reference §6; docs/device-protocol.md), on the
  * caller's devices and on a product's fleet.
  */
-export function deviceCallRoutes(app: FastifyInstance, deps: { devices: DeviceService; deviceCalls: DeviceCallService; products: ProductService; guard: Guard }): void {
+export function deviceCallRoutes(app: FastifyInstance, deps: { devices: DeviceAccess; deviceCalls: DeviceCallService; products: ProductService; guard: Guard }): void {
   const { devices, deviceCalls, products, guard } = deps;
   const anyToken = guard();
   const console = guard({ subjects: ['user', 'product'] });

@@ -1,34 +1,18 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Type, type Static, type TInteger, type TString } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import { parseIdList } from '../../domain/devices.js';
 import { pageMeta } from '../../domain/paging.js';
 import type { ClaimService } from '../../services/claims.service.js';
-import type { DeviceService } from '../../services/devices.service.js';
+import type { Devices } from '../../services/devices/index.js';
+import { DeviceViewSchema } from '../../services/devices/view.js';
+import { ImportResultSchema } from '../../services/devices/membership.js';
+import type { DeviceRecord } from '../../repositories/devices.repository.js';
 import type { DeviceCallService } from '../../services/device-calls.service.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
 import { Flag, Str, bodyOptional, errorResponses } from '../schemas.js';
 
-const S = Type.String();
-const N = Type.Null();
-/**
- * The type or null, as OpenAPI 3.0's `nullable`: the response serializer writes it directly,
- * where for an `anyOf` it tries each branch of every field (a fleet page serialised in about half
- * the time).
- */
-const orNull = <T extends TString | TInteger>(t: T) => Type.Unsafe<Static<T> | null>({ ...t, nullable: true });
-/** A device record (reference §6); see docs/api.md for which fields the cloud fills. */
-const DeviceView = Type.Object({
-  id: S, name: orNull(S), last_app: N, last_ip_address: orNull(S), last_heard: orNull(S), last_handshake_at: orNull(S),
-  product_id: Type.Integer(), online: Type.Boolean(), connected: Type.Boolean(), platform_id: Type.Integer(), cellular: Type.Boolean(),
-  notes: orNull(S), functions: Type.Array(S), variables: Type.Record(S, S), status: S, serial_number: orNull(S),
-  iccid: N, imei: N, mac_wifi: N, mobile_secret: N, system_firmware_version: orNull(S), firmware_version: orNull(Type.Integer()),
-  firmware_product_id: orNull(Type.Integer()), current_build_target: orNull(S), default_build_target: orNull(S),
-  targeted_firmware_release_version: orNull(Type.Integer()), desired_firmware_version: orNull(Type.Integer()),
-  firmware_updates_enabled: Type.Boolean(), firmware_updates_forced: Type.Boolean(), development: Type.Boolean(),
-  quarantined: Type.Boolean(), denied: Type.Boolean(), groups: Type.Array(S), owner: orNull(S),
-}, { $id: 'Device' });
 const DeviceRef = Type.Ref('Device');
 const P = Type.Object({ productIdOrSlug: Str(100) });
 const PD = Type.Object({ productIdOrSlug: Str(100), deviceId: Str(100) });
@@ -41,15 +25,6 @@ const DeviceChange = Type.Object({
   signal: Type.Optional(Type.Union([Str(5), Type.Integer(), Type.Boolean()])),
   access_token: Type.Optional(Str(200)),
 }, { additionalProperties: true });
-const ImportResult = Type.Object({
-  updated: Type.Integer(),
-  updatedDeviceIds: Type.Array(Type.String()),
-  existingDeviceIds: Type.Array(Type.String()),
-  nonmemberDeviceIds: Type.Array(Type.String()),
-  invalidDeviceIds: Type.Array(Type.String()),
-  protectedDeviceIds: Type.Array(Type.String()),
-});
-
 /** The text of the multipart field `file`; a malformed or oversized body is a 4xx, never a 500. */
 async function multipartFileText(req: FastifyRequest): Promise<string> {
   try {
@@ -63,17 +38,18 @@ async function multipartFileText(req: FastifyRequest): Promise<string> {
   }
 }
 
-/** Devices (reference §5-7): identities, fleets, ownership and claim codes. */
-export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceService; deviceCalls: DeviceCallService; claims: ClaimService; products: ProductService; guard: Guard }): void {
+/** Devices (docs/api.md, "Devices", "Claim codes"): identities, fleets, ownership and claim codes. */
+export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; deviceCalls: DeviceCallService; claims: ClaimService; products: ProductService; guard: Guard }): void {
   const { devices, deviceCalls, products, guard } = deps;
-  // PUT with `signal` makes the device signal (reference §6); otherwise it changes the record.
-  const change = (d: Parameters<DeviceService['update']>[0], body: Record<string, unknown>, productRoute: boolean) =>
-    body.signal !== undefined ? deviceCalls.signal(d, body.signal) : devices.update(d, body, productRoute);
+  const { access, views } = devices;
+  // PUT with `signal` makes the device signal (docs/api.md, "Calling devices"); otherwise it changes the record.
+  const change = (d: DeviceRecord, body: Record<string, unknown>, productRoute: boolean) =>
+    body.signal !== undefined ? deviceCalls.signal(d, body.signal) : devices.edits.update(d, body, productRoute);
   const anyToken = guard();
   const console = guard({ subjects: ['user', 'product'] });
   type WithP = { Params: { productIdOrSlug: string } };
   type WithPD = { Params: { productIdOrSlug: string; deviceId: string } };
-  app.addSchema(DeviceView);
+  app.addSchema(DeviceViewSchema);
   const idOrSlugOf = (req: FastifyRequest) => (req.params as { productIdOrSlug: string }).productIdOrSlug;
   const productOf = (req: FastifyRequest) => products.access(authOf(req), idOrSlugOf(req));
   // Reads that need only the product's id use the remembered access, as device calls do (dropped
@@ -96,32 +72,32 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
       response: { ...errorResponses(400, 401, 403, 404) },
     },
   }, async (req, reply) => {
-    if (req.body.id !== undefined) return devices.claimById(authOf(req), req.body.id, req.ip);
+    if (req.body.id !== undefined) return devices.ownership.claimById(authOf(req), req.body.id, req.ip);
     if (req.body.product_id === undefined) throw new DomainError('invalid_request', 'Send product_id (provision a device) or id (claim a device)');
     const product = await products.access(authOf(req), String(req.body.product_id));
-    return reply.code(201).send(await devices.provision(product, authOf(req), req.ip));
+    return reply.code(201).send(await devices.provisioning.provision(product, authOf(req), req.ip));
   });
 
   app.get('/v1/devices', {
     preHandler: anyToken,
     schema: { tags: ['devices'], summary: "The caller's devices (a bare array)", response: { 200: Type.Array(DeviceRef), ...errorResponses(400, 401) } },
-  }, async (req) => devices.listMine(authOf(req)));
+  }, async (req) => devices.lists.listMine(authOf(req)));
 
   app.get<{ Params: { deviceId: string } }>('/v1/devices/:deviceId', {
     preHandler: anyToken,
     schema: { tags: ['devices'], summary: 'One device, by id or (for its owner) by name', params: D, response: { 200: DeviceRef, ...errorResponses(400, 401, 403) } },
-  }, async (req) => devices.view(await devices.mustReach(authOf(req), req.params.deviceId)));
+  }, async (req) => views.view(await access.mustReach(authOf(req), req.params.deviceId)));
 
   app.put<{ Params: { deviceId: string }; Body: Record<string, unknown> }>('/v1/devices/:deviceId', {
     preHandler: anyToken,
     schema: { tags: ['devices'], summary: 'Rename a device, set its notes, or make it signal', params: D, body: DeviceChange, response: { ...errorResponses(400, 401, 403, 404) } },
-  }, async (req) => change(await devices.mustReach(authOf(req), req.params.deviceId), req.body, false));
+  }, async (req) => change(await access.mustReach(authOf(req), req.params.deviceId), req.body, false));
 
   app.delete<{ Params: { deviceId: string } }>('/v1/devices/:deviceId', {
     preHandler: anyToken,
     schema: { tags: ['devices'], summary: 'Unclaim a device you own', params: D, response: { 200: Type.Object({ ok: Type.Literal(true) }), ...errorResponses(400, 401, 403) } },
   }, async (req) => {
-    await devices.unclaim(authOf(req), req.params.deviceId, req.ip);
+    await devices.ownership.unclaim(authOf(req), req.params.deviceId, req.ip);
     return { ok: true as const };
   });
 
@@ -134,7 +110,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
       body: Type.Optional(Type.Object({ iccid: Type.Optional(Str(40)), imei: Type.Optional(Str(40)), access_token: Type.Optional(Str(200)) })),
       response: { 200: Type.Object({ claim_code: Type.String(), device_ids: Type.Array(Type.String()) }), ...errorResponses(400, 401, 403) },
     },
-  }, async (req) => deps.claims.create(devices.ownerOf(authOf(req)) as { kind: 'user'; id: string }, null, req.ip));
+  }, async (req) => deps.claims.create(access.ownerOf(authOf(req)) as { kind: 'user'; id: string }, null, req.ip));
 
   app.post<WithP>('/v1/products/:productIdOrSlug/device_claims', {
     preValidation: bodyOptional,
@@ -187,7 +163,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
     // Groups are not modelled yet: a filter by group matches no device rather than every one.
     if (q.groups) return { devices: [], customers: [], meta: pageMeta(q.page ?? 1, q.per_page ?? 25, 0) };
     // The page needs the product's id only, and reads the fleet's size itself.
-    return devices.listFleet(await readableProductOf(req), {
+    return devices.lists.listFleet(await readableProductOf(req), {
       ...(q.deviceId === undefined ? {} : { deviceId: q.deviceId }),
       ...(q.deviceName === undefined ? {} : { deviceName: q.deviceName }),
       ...(q.sortAttr === undefined ? {} : { sortAttr: q.sortAttr }),
@@ -205,7 +181,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
       summary: 'Add devices to the product: {id}, {ids:[...]}, or a multipart file of ids, one per line',
       params: P,
       consumes: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
-      response: { 200: ImportResult, ...errorResponses(400, 401, 403, 413) },
+      response: { 200: ImportResultSchema, ...errorResponses(400, 401, 403, 413) },
     },
   }, async (req) => {
     const product = await productOf(req);
@@ -219,7 +195,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
       else throw new DomainError('invalid_request', 'Send {id: "..."}, {ids: ["...", ...]} or a multipart file');
     }
     if (ids.length === 0) throw new DomainError('invalid_request', 'No device ids given');
-    return devices.importToProduct(product, ids, authOf(req), req.ip);
+    return devices.membership.importToProduct(product, ids, authOf(req), req.ip);
   });
 
   app.post<WithP & { Body: { quantity: number } }>('/v1/products/:productIdOrSlug/device_identities', {
@@ -232,7 +208,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
       response: { ...errorResponses(400, 401, 403) },
     },
   }, async (req, reply) => {
-    const made = await devices.provisionMany(await productOf(req), req.body.quantity, authOf(req), req.ip);
+    const made = await devices.provisioning.provisionMany(await productOf(req), req.body.quantity, authOf(req), req.ip);
     reply.header('Cache-Control', 'no-store');
     if (String(req.headers.accept ?? '').includes('text/csv')) {
       return reply.code(201).type('text/csv; charset=utf-8').send(['device_id,device_secret', ...made.map((m) => `${m.id},${m.device_secret}`)].join('\n') + '\n');
@@ -243,18 +219,18 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
   app.get<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId', {
     preHandler: console,
     schema: { tags: ['product devices'], summary: 'One device of the fleet', params: PD, response: { 200: DeviceRef, ...errorResponses(400, 401, 403, 404) } },
-  }, async (req) => devices.view(await devices.inProduct(await readableProductOf(req), req.params.deviceId)));
+  }, async (req) => views.view(await access.inProduct(await readableProductOf(req), req.params.deviceId)));
 
   app.put<WithPD & { Body: Record<string, unknown> }>('/v1/products/:productIdOrSlug/devices/:deviceId', {
     preHandler: console,
     schema: { tags: ['product devices'], summary: 'Name, notes, development mode, firmware lock, or signal', params: PD, body: DeviceChange, response: { ...errorResponses(400, 401, 403, 404) } },
-  }, async (req) => change(await devices.inProduct(await productOf(req), req.params.deviceId), req.body, true));
+  }, async (req) => change(await access.inProduct(await productOf(req), req.params.deviceId), req.body, true));
 
   app.delete<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId', {
     preHandler: console,
     schema: { tags: ['product devices'], summary: 'Remove a device from the product (its owner is released)', params: PD, response: errorResponses(400, 401, 403, 404) },
   }, async (req, reply) => {
-    await devices.removeFromProduct(await productOf(req), req.params.deviceId, authOf(req), req.ip);
+    await devices.membership.removeFromProduct(await productOf(req), req.params.deviceId, authOf(req), req.ip);
     return reply.code(204).send();
   });
 
@@ -262,7 +238,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: DeviceServic
     preHandler: console,
     schema: { tags: ['product devices'], summary: "Release a product device's owner (unclaim)", params: PD, response: errorResponses(400, 401, 403, 404) },
   }, async (req, reply) => {
-    await devices.releaseOwnerInProduct(await productOf(req), req.params.deviceId, authOf(req), req.ip);
+    await devices.ownership.releaseOwnerInProduct(await productOf(req), req.params.deviceId, authOf(req), req.ip);
     return reply.code(204).send();
   });
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { CloudEvent } from '../../bus/bus.js';
-import type { DeviceService } from '../../services/devices.service.js';
+import type { DeviceAccess } from '../../services/devices/access.js';
 import type { EventFilter, EventService } from '../../services/events.service.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
@@ -36,7 +36,7 @@ function frame(e: CloudEvent): string {
  * carries `event:`/`data:` frames, and a comment every EVENTS_KEEPALIVE_SECONDS so that
  * particle-api-js (which drops a stream silent for 15 s) stays connected.
  */
-export function eventRoutes(app: FastifyInstance, deps: { events: EventService; devices: DeviceService; products: ProductService; guard: Guard; keepaliveSeconds: number }): void {
+export function eventRoutes(app: FastifyInstance, deps: { events: EventService; devices: DeviceAccess; products: ProductService; guard: Guard; keepaliveSeconds: number }): void {
   const { events, devices, products, guard } = deps;
   const anyToken = guard();
   const console = guard({ subjects: ['user', 'product'] });
