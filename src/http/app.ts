@@ -15,24 +15,25 @@ import type { CustomerService } from '../services/customers.service.js';
 import type { Devices } from '../services/devices/index.js';
 import type { ClaimService } from '../services/claims.service.js';
 import multipart from '@fastify/multipart';
-import { deviceRoutes } from './routes/devices.routes.js';
-import { deviceCallRoutes } from './routes/device-calls.routes.js';
-import { eventRoutes } from './routes/events.routes.js';
+import { deviceRoutes, productDeviceRoutes } from './routes/devices.routes.js';
+import { deviceCallRoutes, productDeviceCallRoutes } from './routes/device-calls.routes.js';
+import { eventRoutes, eventStreams, productEventRoutes } from './routes/events.routes.js';
 import { configRoutes } from './routes/config.routes.js';
 import type { Configuration } from '../services/config/index.js';
 import type { DeviceCallService } from '../services/device-calls.service.js';
 import type { EventService } from '../services/events.service.js';
 import { createGuard } from './auth.js';
+import { productScope } from './product-scope.js';
 import { frameworkError, installErrorHandling, requestIdOf, stampRequestId } from './error-handler.js';
 import { lazyChildLogger, loggerOptions } from './logging.js';
 import { ErrorBody } from './schemas.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
-import { clientRoutes } from './routes/clients.routes.js';
+import { clientRoutes, productClientRoutes } from './routes/clients.routes.js';
 import { healthRoutes } from './routes/health.routes.js';
 import { oauthRoutes } from './routes/oauth.routes.js';
 import { oauthMetadataRoutes } from './routes/oauth-metadata.routes.js';
 import { userRoutes } from './routes/users.routes.js';
-import { productRoutes } from './routes/products.routes.js';
+import { productRoutes, productTeamRoutes } from './routes/products.routes.js';
 import { customerRoutes } from './routes/customers.routes.js';
 
 export interface HttpDeps {
@@ -122,13 +123,22 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   oauthMetadataRoutes(app, { grantTypes: deps.oauth.grantTypes, publicUrl: deps.settings.publicUrl });
   accessTokenRoutes(app, { tokens: deps.tokens, audit: deps.audit, guard });
   userRoutes(app, { accounts: deps.accounts, mfa: deps.mfa, audit: deps.audit, guard });
-  clientRoutes(app, { clients: deps.clients, products: deps.products, guard });
+  clientRoutes(app, { clients: deps.clients, guard });
   productRoutes(app, { products: deps.products, guard });
-  customerRoutes(app, { customers: deps.customers, clients: deps.clients, products: deps.products, guard });
   deviceRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, products: deps.products, guard });
-  deviceCallRoutes(app, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, products: deps.products, guard });
-  configRoutes(app, { config: deps.config, products: deps.products, devices: deps.devices.access, guard });
-  eventRoutes(app, { events: deps.events, devices: deps.devices.access, products: deps.products, guard, keepaliveSeconds: deps.settings.eventsKeepaliveSeconds });
+  deviceCallRoutes(app, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, guard });
+  const streams = eventStreams(app, deps.events, deps.settings.eventsKeepaliveSeconds);
+  eventRoutes(app, { events: deps.events, devices: deps.devices.access, streams, guard });
+  // Everything under /v1/products/:productIdOrSlug: the product is resolved once per request.
+  productScope(app, deps.products, (scope) => {
+    productTeamRoutes(scope, { products: deps.products, guard });
+    productClientRoutes(scope, { clients: deps.clients, guard });
+    customerRoutes(scope, { customers: deps.customers, clients: deps.clients, guard });
+    productDeviceRoutes(scope, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, guard });
+    productDeviceCallRoutes(scope, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, guard });
+    productEventRoutes(scope, { events: deps.events, devices: deps.devices.access, streams, guard });
+    configRoutes(scope, { config: deps.config, devices: deps.devices.access, guard });
+  });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

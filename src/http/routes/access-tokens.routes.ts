@@ -7,7 +7,7 @@ import { accountOf } from '../../services/audit-account.js';
 import { authOf, type Guard } from '../auth.js';
 import { OkBody, errorResponses } from '../schemas.js';
 
-/** /v1/access_tokens (reference §2). */
+/** /v1/access_tokens (docs/particle-compatibility.md#access-tokens-on-api-routes). */
 export function accessTokenRoutes(app: FastifyInstance, deps: { tokens: TokenService; audit: AuditService; guard: Guard }): void {
   const { tokens, audit, guard } = deps;
 
@@ -30,7 +30,7 @@ export function accessTokenRoutes(app: FastifyInstance, deps: { tokens: TokenSer
     },
   }, async (req) => {
     const t = authOf(req);
-    // `client` is what the docs show and `client_id` what particle-api-js types (reference §12.2).
+    // `client` is what the docs show and `client_id` what particle-api-js types (docs/particle-compatibility.md#access-tokens-on-api-routes).
     return { expires_at: t.expiresAt?.toISOString() ?? null, client: t.clientId, client_id: t.clientId, scopes: t.scope ? [t.scope] : [], orgs: [] };
   });
 
@@ -58,7 +58,7 @@ export function accessTokenRoutes(app: FastifyInstance, deps: { tokens: TokenSer
     schema: {
       tags: ['access tokens'],
       summary: 'Revoke a token; the token in the path is the credential',
-      description: 'particle-cli `token revoke` and particle-api-js deleteAccessToken send no other credential (reference §2).',
+      description: 'particle-cli `token revoke` and particle-api-js deleteAccessToken send no other credential.',
       params: Type.Object({ token: Type.String({ maxLength: 200 }) }),
       response: { 200: OkBody, ...errorResponses(401) },
     },

@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ClientOwner } from '../../domain/oauth-clients.js';
 import type { ClientService } from '../../services/clients.service.js';
-import type { ProductService } from '../../services/products.service.js';
-import { authOf, userIdOf, type Guard } from '../auth.js';
+import { userIdOf, type Guard } from '../auth.js';
+import { productOf } from '../product-scope.js';
 import { Str, errorResponses } from '../schemas.js';
 
 export const ClientView = Type.Object({
@@ -30,70 +30,71 @@ const ClientChange = Type.Object({
   access_token: Type.Optional(Str(200)),
 });
 
+/** Where a set of client routes stands, and whose clients they manage. */
+interface Place {
+  base: string;
+  tag: string;
+  params: ReturnType<typeof Type.Object>;
+  guard: ReturnType<Guard>;
+  owner(req: FastifyRequest): ClientOwner;
+}
+
 /**
  * OAuth clients, in two places with one set of handlers: `/v1/clients` (owner: the user of the
  * token) and `/v1/products/:productIdOrSlug/clients` (owner: the product; team members and the
  * product's own tokens manage them).
  */
-export function clientRoutes(app: FastifyInstance, deps: { clients: ClientService; products: ProductService; guard: Guard }): void {
-  const { clients, guard } = deps;
+function clientRoutesAt(app: FastifyInstance, place: Place, clients: ClientService): void {
+  const withId = Type.Object({ ...place.params.properties, clientId: Type.String({ maxLength: 40 }) });
 
-  const places: Array<{ prefix: string; tag: string; params: ReturnType<typeof Type.Object>; guard: ReturnType<Guard>; owner(req: FastifyRequest): Promise<ClientOwner> }> = [
-    {
-      prefix: '/v1/clients',
-      tag: 'user',
-      params: Type.Object({}),
-      guard: guard({ subjects: ['user'] }),
-      owner: async (req) => ({ kind: 'user', id: userIdOf(req) }),
+  app.get(place.base, {
+    preHandler: place.guard,
+    schema: { tags: ['clients'], summary: `List the ${place.tag}'s OAuth clients`, params: place.params, response: { 200: Type.Object({ ok: Type.Literal(true), clients: Type.Array(ClientView) }), ...errorResponses(400, 401, 403) } },
+  }, async (req) => ({ ok: true as const, clients: await clients.list(place.owner(req)) }));
+
+  app.post<{ Body: Record<string, unknown> }>(place.base, {
+    preHandler: place.guard,
+    schema: {
+      tags: ['clients'],
+      summary: `Create an OAuth client of the ${place.tag}; the secret is shown once`,
+      params: place.params,
+      body: NewClient,
+      response: { 201: Type.Object({ ok: Type.Literal(true), client: ClientView }), ...errorResponses(400, 401, 403) },
     },
-    {
-      prefix: '/v1/products/:productIdOrSlug/clients',
-      tag: 'product',
-      params: Type.Object({ productIdOrSlug: Str(100) }),
-      guard: guard({ subjects: ['user', 'product'] }),
-      owner: async (req) => {
-        const p = await deps.products.access(authOf(req), (req.params as { productIdOrSlug: string }).productIdOrSlug);
-        return { kind: 'product', id: String(p.id) };
-      },
+  }, async (req, reply) => reply.code(201).send({ ok: true, client: await clients.create(place.owner(req), req.body, req.ip) }));
+
+  app.put<{ Params: { clientId: string }; Body: { name?: string; scope?: string | null } }>(`${place.base}/:clientId`, {
+    preHandler: place.guard,
+    schema: {
+      tags: ['clients'],
+      summary: 'Rename a client or change its scope',
+      params: withId,
+      body: ClientChange,
+      response: { 200: Type.Object({ ok: Type.Literal(true), client: ClientView }), ...errorResponses(400, 401, 403, 404) },
     },
-  ];
+  }, async (req) => ({ ok: true as const, client: await clients.update(place.owner(req), req.params.clientId, req.body, req.ip) }));
 
-  for (const place of places) {
-    const withId = Type.Object({ ...place.params.properties, clientId: Type.String({ maxLength: 40 }) });
+  app.delete<{ Params: { clientId: string } }>(`${place.base}/:clientId`, {
+    preHandler: place.guard,
+    schema: { tags: ['clients'], summary: 'Delete a client and revoke the tokens it made', params: withId, response: { ...errorResponses(400, 401, 403, 404) } },
+  }, async (req, reply) => {
+    await clients.remove(place.owner(req), req.params.clientId, req.ip);
+    return reply.code(204).send();
+  });
+}
 
-    app.get(place.prefix, {
-      preHandler: place.guard,
-      schema: { tags: ['clients'], summary: `List the ${place.tag}'s OAuth clients`, params: place.params, response: { 200: Type.Object({ ok: Type.Literal(true), clients: Type.Array(ClientView) }), ...errorResponses(400, 401, 403) } },
-    }, async (req) => ({ ok: true as const, clients: await clients.list(await place.owner(req)) }));
+/** The user's own OAuth clients: `/v1/clients`. */
+export function clientRoutes(app: FastifyInstance, deps: { clients: ClientService; guard: Guard }): void {
+  clientRoutesAt(app, {
+    base: '/v1/clients', tag: 'user', params: Type.Object({}), guard: deps.guard({ subjects: ['user'] }),
+    owner: (req) => ({ kind: 'user', id: userIdOf(req) }),
+  }, deps.clients);
+}
 
-    app.post<{ Body: Record<string, unknown> }>(place.prefix, {
-      preHandler: place.guard,
-      schema: {
-        tags: ['clients'],
-        summary: `Create an OAuth client of the ${place.tag}; the secret is shown once`,
-        params: place.params,
-        body: NewClient,
-        response: { 201: Type.Object({ ok: Type.Literal(true), client: ClientView }), ...errorResponses(400, 401, 403) },
-      },
-    }, async (req, reply) => reply.code(201).send({ ok: true, client: await clients.create(await place.owner(req), req.body, req.ip) }));
-
-    app.put<{ Params: { clientId: string }; Body: { name?: string; scope?: string | null } }>(`${place.prefix}/:clientId`, {
-      preHandler: place.guard,
-      schema: {
-        tags: ['clients'],
-        summary: 'Rename a client or change its scope',
-        params: withId,
-        body: ClientChange,
-        response: { 200: Type.Object({ ok: Type.Literal(true), client: ClientView }), ...errorResponses(400, 401, 403, 404) },
-      },
-    }, async (req) => ({ ok: true as const, client: await clients.update(await place.owner(req), req.params.clientId, req.body, req.ip) }));
-
-    app.delete<{ Params: { clientId: string } }>(`${place.prefix}/:clientId`, {
-      preHandler: place.guard,
-      schema: { tags: ['clients'], summary: 'Delete a client and revoke the tokens it made', params: withId, response: { ...errorResponses(400, 401, 403, 404) } },
-    }, async (req, reply) => {
-      await clients.remove(await place.owner(req), req.params.clientId, req.ip);
-      return reply.code(204).send();
-    });
-  }
+/** A product's OAuth clients: `/v1/products/:productIdOrSlug/clients` (http/product-scope.ts). */
+export function productClientRoutes(scope: FastifyInstance, deps: { clients: ClientService; guard: Guard }): void {
+  clientRoutesAt(scope, {
+    base: '/clients', tag: 'product', params: Type.Object({ productIdOrSlug: Str(100) }), guard: deps.guard({ subjects: ['user', 'product'] }),
+    owner: (req) => ({ kind: 'product', id: String(productOf(req).id) }),
+  }, deps.clients);
 }

@@ -5,8 +5,8 @@ import { accountOf } from '../../services/audit-account.js';
 import type { Configuration } from '../../services/config/index.js';
 import type { Author, DeviceWrite, SchemaWrite } from '../../services/config/writes.js';
 import type { DeviceAccess } from '../../services/devices/access.js';
-import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
+import { productOf } from '../product-scope.js';
 import { Flag, Pagination, Str, errorResponses, flagValue } from '../schemas.js';
 
 const SCHEMA_TYPE = 'application/schema+json';
@@ -27,14 +27,15 @@ const sentSchema = (req: FastifyRequest) => String(req.headers['content-type'] ?
  * it. The routes live in their own plugin scope, whose JSON parser takes an empty body (the
  * console's "reset to default" sends one).
  */
-type ConfigDeps = { config: Configuration; products: ProductService; devices: DeviceAccess; guard: Guard };
+type ConfigDeps = { config: Configuration; devices: DeviceAccess; guard: Guard };
 
-export function configRoutes(root: FastifyInstance, deps: ConfigDeps): void {
-  root.register(async (app) => routes(app, deps));
+/** Under /v1/products/:productIdOrSlug (http/product-scope.ts), in a plugin of their own for the JSON parser. */
+export function configRoutes(scope: FastifyInstance, deps: ConfigDeps): void {
+  scope.register(async (app) => routes(app, deps));
 }
 
 function routes(app: FastifyInstance, deps: ConfigDeps): void {
-  const { config, products, devices } = deps;
+  const { config, devices } = deps;
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
@@ -46,11 +47,10 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
     }
   });
   const teamOnly = deps.guard({ subjects: ['user', 'product'] });
-  const productOf = (req: FastifyRequest) => products.access(authOf(req), (req.params as { productIdOrSlug: string }).productIdOrSlug);
   const authorOf = (req: FastifyRequest): Author => ({ account: accountOf(authOf(req).subject), ip: req.ip });
   /** The product and the device of a device route: 404 unless the device is in the product. */
   const deviceOf = async (req: FastifyRequest<{ Params: { productIdOrSlug: string; deviceId: string } }>) => {
-    const product = await productOf(req);
+    const product = productOf(req);
     return { product, device: await devices.inProduct(product, req.params.deviceId) };
   };
 
@@ -65,17 +65,17 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
   const deviceAnswer = (reply: FastifyReply, done: DeviceWrite) => reply.code(done.applied ? 200 : 202).send(done.view);
   const schemaAnswer = (message: string, done: SchemaWrite) => ({ ok: true as const, message: keptAsideMessage(message, done.kept_aside), ...done });
 
-  app.get<{ Params: { productIdOrSlug: string } }>('/v1/products/:productIdOrSlug/config', {
+  app.get<{ Params: { productIdOrSlug: string } }>('/config', {
     preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: `The fleet's values {configuration}, or the schema with Accept: ${SCHEMA_TYPE}`, params: P, produces: ['application/json', SCHEMA_TYPE], response: errorResponses(400, 401, 403) },
   }, async (req, reply) => {
-    const product = await productOf(req);
+    const product = productOf(req);
     if (wantsSchema(req)) return sendSchema(reply, product.id);
     const { schema } = await config.reader.schema(product.id);
     return { configuration: config.reader.fleetView(schema, await config.reader.fleetValues(product.id, schema)) };
   });
 
-  app.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/v1/products/:productIdOrSlug/config/:deviceId', {
+  app.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/config/:deviceId', {
     preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: `A device's configuration {configuration:{current, pending}}, or the schema with Accept: ${SCHEMA_TYPE}`, params: PD, produces: ['application/json', SCHEMA_TYPE], response: errorResponses(400, 401, 403, 404) },
   }, async (req, reply) => {
@@ -89,7 +89,7 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
    * it refused, a timeout when it did not answer (the change stays pending), 202 when it is
    * offline (it gets it when it connects).
    */
-  app.put<{ Params: { productIdOrSlug: string; deviceId: string }; Querystring: DryRunQuery; Body: unknown }>('/v1/products/:productIdOrSlug/config/:deviceId', {
+  app.put<{ Params: { productIdOrSlug: string; deviceId: string }; Querystring: DryRunQuery; Body: unknown }>('/config/:deviceId', {
     preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: "Replace a fleet device's own values (empty body: back to inheritance; ?dry_run=true checks and previews)", params: PD, querystring: DryRun, response: errorResponses(400, 401, 403, 404, 415) },
   }, async (req, reply) => {
@@ -99,11 +99,11 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
     return deviceAnswer(reply, await config.writes.replaceDeviceValues(product, device.id, req.body, authorOf(req)));
   });
 
-  app.put<{ Params: { productIdOrSlug: string }; Querystring: DryRunQuery; Body: unknown }>('/v1/products/:productIdOrSlug/config', {
+  app.put<{ Params: { productIdOrSlug: string }; Querystring: DryRunQuery; Body: unknown }>('/config', {
     preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: `Replace the fleet's values (application/json; empty body resets) or the schema (${SCHEMA_TYPE}); ?dry_run=true checks and previews`, params: P, querystring: DryRun, consumes: ['application/json', SCHEMA_TYPE], response: errorResponses(400, 401, 403, 415, 422) },
   }, async (req) => {
-    const product = await productOf(req);
+    const product = productOf(req);
     const dryRun = flagValue(req.query.dry_run);
     if (!sentSchema(req)) {
       if (dryRun) return config.previews.fleet(product.id, req.body);
@@ -114,21 +114,21 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
     return schemaAnswer('Schema saved', await config.writes.replaceSchema(product, req.body, authorOf(req)));
   });
 
-  app.delete<{ Params: { productIdOrSlug: string }; Body: unknown }>('/v1/products/:productIdOrSlug/config', {
+  app.delete<{ Params: { productIdOrSlug: string }; Body: unknown }>('/config', {
     preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: `Restore the default schema (Content-Type: ${SCHEMA_TYPE}); 404 when it already is`, params: P, consumes: [SCHEMA_TYPE], response: errorResponses(400, 401, 403, 404, 415) },
   }, async (req) => {
-    const product = await productOf(req);
+    const product = productOf(req);
     if (!sentSchema(req)) throw new DomainError('unsupported_media_type', `Send Content-Type: ${SCHEMA_TYPE} to restore the default schema`);
     return schemaAnswer('Schema reverted to default', await config.writes.restoreDefaultSchema(product, authorOf(req)));
   });
 
-  app.get<{ Params: { productIdOrSlug: string } }>('/v1/products/:productIdOrSlug/config/rollout', {
+  app.get<{ Params: { productIdOrSlug: string } }>('/config/rollout', {
     preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: 'Rollout progress: devices (and modules) in sync, pending, or refused by the device', params: P, response: errorResponses(400, 401, 403) },
-  }, async (req) => config.status.rollout((await productOf(req)).id));
+  }, async (req) => config.status.rollout(productOf(req).id));
 
-  app.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/v1/products/:productIdOrSlug/config/:deviceId/explain', {
+  app.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/config/:deviceId/explain', {
     preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: "Every setting of a device's effective configuration with its source (default, fleet, device)", params: PD, response: errorResponses(400, 401, 403, 404) },
   }, async (req) => {
@@ -136,7 +136,7 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
     return config.status.explain(product.id, device.id);
   });
 
-  app.get<{ Params: { productIdOrSlug: string }; Querystring: { kind?: 'values' | 'schema'; device_id?: string; page?: number; per_page?: number } }>('/v1/products/:productIdOrSlug/config/history', {
+  app.get<{ Params: { productIdOrSlug: string }; Querystring: { kind?: 'values' | 'schema'; device_id?: string; page?: number; per_page?: number } }>('/config/history', {
     preHandler: teamOnly,
     schema: {
       tags: ['configuration'], summary: "The product's configuration changes, newest first (?kind=values|schema, ?device_id=ID or fleet)", params: P,
@@ -144,29 +144,29 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
       response: errorResponses(400, 401, 403),
     },
   }, async (req) => {
-    const product = await productOf(req);
+    const product = productOf(req);
     const { kind, device_id: deviceId, page = 1, per_page: perPage = 25 } = req.query;
     return config.history.list(product, { kind, deviceId: deviceId === 'fleet' ? undefined : deviceId, fleet: deviceId === 'fleet', page, perPage });
   });
 
-  app.get<{ Params: VersionParams }>('/v1/products/:productIdOrSlug/config/history/:version', {
+  app.get<{ Params: VersionParams }>('/config/history/:version', {
     preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: 'One configuration change and the document it left in force', params: PV, response: errorResponses(400, 401, 403, 404) },
-  }, async (req) => config.history.get(await productOf(req), req.params.version));
+  }, async (req) => config.history.get(productOf(req), req.params.version));
 
-  app.get<{ Params: VersionParams; Querystring: { against?: number } }>('/v1/products/:productIdOrSlug/config/history/:version/diff', {
+  app.get<{ Params: VersionParams; Querystring: { against?: number } }>('/config/history/:version/diff', {
     preHandler: teamOnly,
     schema: {
       tags: ['configuration'], summary: 'What a change changed, as JSON pointers (against the previous version of its scope, or ?against=N)', params: PV,
       querystring: Type.Object({ against: Type.Optional(Type.Integer({ minimum: 1 })), access_token: Type.Optional(Str(200)) }), response: errorResponses(400, 401, 403, 404),
     },
-  }, async (req) => config.history.diff(await productOf(req), req.params.version, req.query.against));
+  }, async (req) => config.history.diff(productOf(req), req.params.version, req.query.against));
 
-  app.post<{ Params: VersionParams; Body: unknown }>('/v1/products/:productIdOrSlug/config/history/:version/rollback', {
+  app.post<{ Params: VersionParams; Body: unknown }>('/config/history/:version/rollback', {
     preHandler: teamOnly,
     schema: { tags: ['configuration'], summary: 'Restore the document of a version to its scope: a new change, delivered like any write', params: PV, response: errorResponses(400, 401, 403, 404, 422) },
   }, async (req, reply) => {
-    const done = await config.writes.rollback(await productOf(req), req.params.version, authorOf(req));
+    const done = await config.writes.rollback(productOf(req), req.params.version, authorOf(req));
     if (done.scope === 'schema') return schemaAnswer(`Schema of version ${done.version} restored`, done.answer);
     if (done.scope === 'fleet') return done.answer;
     return deviceAnswer(reply, done.answer);

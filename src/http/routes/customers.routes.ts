@@ -3,20 +3,25 @@ import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import type { ClientService } from '../../services/clients.service.js';
 import type { CustomerService } from '../../services/customers.service.js';
-import type { ProductService } from '../../services/products.service.js';
-import { authOf, type Guard } from '../auth.js';
+import type { Guard } from '../auth.js';
+import { productOf } from '../product-scope.js';
 import { clientCredentialsOf } from '../credentials.js';
 import { Flag, Pagination, Str, errorResponses } from '../schemas.js';
 
 const P = Type.Object({ productIdOrSlug: Str(100) });
 const PE = Type.Object({ productIdOrSlug: Str(100), email: Str(254) });
 
-/** Customers of a product (SPEC.md §4.2; reference §4). */
-export function customerRoutes(app: FastifyInstance, deps: { customers: CustomerService; clients: ClientService; products: ProductService; guard: Guard }): void {
-  const { customers, products, guard } = deps;
-  const console = guard({ subjects: ['user', 'product'] });
+/**
+ * Customers of a product (docs/api.md, "Customers"; docs/particle-compatibility.md#customers),
+ * under /v1/products/:productIdOrSlug (http/product-scope.ts).
+ */
+export function customerRoutes(scope: FastifyInstance, deps: { customers: CustomerService; clients: ClientService; guard: Guard }): void {
+  const { customers, guard } = deps;
+  const teamOnly = guard({ subjects: ['user', 'product'] });
 
-  app.post<{ Params: { productIdOrSlug: string }; Body: { email?: string; password?: string; no_password?: boolean | 'true' | 'false' } }>('/v1/products/:productIdOrSlug/customers', {
+  // Client credentials, never a token: the product is looked up, and the client must be its own.
+  scope.post<{ Params: { productIdOrSlug: string }; Body: { email?: string; password?: string; no_password?: boolean | 'true' | 'false' } }>('/customers', {
+    config: { productAccess: 'lookup' },
     schema: {
       tags: ['customers'],
       summary: 'Create a customer and log it in (client credentials only, never an access token)',
@@ -41,14 +46,14 @@ export function customerRoutes(app: FastifyInstance, deps: { customers: Customer
     if (client.kind === 'registered' && client.record.scope !== null && client.record.scope !== 'customers:create') {
       throw new DomainError('invalid_scope', 'This client may not create customers');
     }
-    const product = await products.lookup(req.params.productIdOrSlug);
+    const product = req.product;
     if (!product) throw new DomainError('invalid_client', 'The client must belong to this product');
     reply.header('Cache-Control', 'no-store');
     return reply.code(201).send(await customers.create(product, client, req.body, req.ip));
   });
 
-  app.get<{ Params: { productIdOrSlug: string }; Querystring: { page?: number; per_page?: number } }>('/v1/products/:productIdOrSlug/customers', {
-    preHandler: console,
+  scope.get<{ Querystring: { page?: number; per_page?: number } }>('/customers', {
+    preHandler: teamOnly,
     schema: {
       tags: ['customers'],
       summary: 'List the customers of a product, paged',
@@ -62,13 +67,10 @@ export function customerRoutes(app: FastifyInstance, deps: { customers: Customer
         ...errorResponses(400, 401, 403),
       },
     },
-  }, async (req) => {
-    const product = await products.access(authOf(req), req.params.productIdOrSlug);
-    return customers.list(product, req.query.page ?? 1, req.query.per_page ?? 25);
-  });
+  }, async (req) => customers.list(productOf(req), req.query.page ?? 1, req.query.per_page ?? 25));
 
-  app.put<{ Params: { productIdOrSlug: string; email: string }; Body: { password: string } }>('/v1/products/:productIdOrSlug/customers/:email', {
-    preHandler: console,
+  scope.put<{ Params: { productIdOrSlug: string; email: string }; Body: { password: string } }>('/customers/:email', {
+    preHandler: teamOnly,
     schema: {
       tags: ['customers'],
       summary: "Set a customer's password (its tokens are revoked)",
@@ -77,17 +79,15 @@ export function customerRoutes(app: FastifyInstance, deps: { customers: Customer
       response: { 200: Type.Object({ ok: Type.Literal(true) }), ...errorResponses(400, 401, 403, 404) },
     },
   }, async (req) => {
-    const product = await products.access(authOf(req), req.params.productIdOrSlug);
-    await customers.setPassword(product, req.params.email, req.body.password, req.ip);
+    await customers.setPassword(productOf(req), req.params.email, req.body.password, req.ip);
     return { ok: true as const };
   });
 
-  app.delete<{ Params: { productIdOrSlug: string; email: string } }>('/v1/products/:productIdOrSlug/customers/:email', {
-    preHandler: console,
+  scope.delete<{ Params: { productIdOrSlug: string; email: string } }>('/customers/:email', {
+    preHandler: teamOnly,
     schema: { tags: ['customers'], summary: 'Delete a customer and revoke its tokens', params: PE, response: errorResponses(400, 401, 403, 404) },
   }, async (req, reply) => {
-    const product = await products.access(authOf(req), req.params.productIdOrSlug);
-    await customers.remove(product, req.params.email, req.ip);
+    await customers.remove(productOf(req), req.params.email, req.ip);
     return reply.code(204).send();
   });
 }

@@ -3,9 +3,9 @@ import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import type { DeviceCallService } from '../../services/device-calls.service.js';
 import type { DeviceAccess } from '../../services/devices/access.js';
-import type { ProductService } from '../../services/products.service.js';
 import type { DeviceRecord } from '../../repositories/devices.repository.js';
 import { authOf, type Guard } from '../auth.js';
+import { productOf } from '../product-scope.js';
 import { Str, errorResponses } from '../schemas.js';
 
 const D = Type.Object({ deviceId: Str(100), name: Str(100) });
@@ -44,65 +44,81 @@ function seconds(v: number | string | undefined): number | undefined {
   return n;
 }
 
-/** `?format=raw` answers the bare value as text (reference §6). */
+/** `?format=raw` answers the bare value as text (docs/particle-compatibility.md#function-calls-variables-signal-and-ping). */
 function answer(reply: FastifyReply, format: string | undefined, body: object, raw: unknown) {
   if (format === 'raw') return reply.type('text/plain; charset=utf-8').send(String(raw));
   return reply.send(body);
 }
 
+/** What the routes of both places share: the call and the read, and their schemas. */
+function calling(deviceCalls: DeviceCallService) {
+  return {
+    async call(d: DeviceRecord, name: string, body: CallBodyT, query: { format?: string; timeout?: number | string }, reply: FastifyReply) {
+      const out = await deviceCalls.call(d, name, argOf(body), seconds(body?.timeout ?? query.timeout));
+      return answer(reply, body?.format ?? query.format, out, out.return_value);
+    },
+    async read(d: DeviceRecord, name: string, query: { format?: string; timeout?: number | string }, reply: FastifyReply) {
+      const out = await deviceCalls.read(d, name, seconds(query.timeout));
+      return answer(reply, query.format, out, out.result);
+    },
+    callSchema: (params: typeof D | typeof PD) => ({
+      tags: ['device calls'], summary: 'Call a function on the device; answers once the device replies', params, body: CallBody, querystring: Query,
+      response: { 200: CallAnswer, ...errorResponses(400, 401, 403, 404, 408, 429) },
+    }),
+    readSchema: (params: typeof D | typeof PD) => ({
+      tags: ['device calls'], summary: 'Read a variable of the device (?format=raw for the bare value)', params, querystring: Query,
+      response: { 200: ReadAnswer, ...errorResponses(400, 401, 403, 404, 408, 429) },
+    }),
+  };
+}
+
+type Q = { Querystring: { format?: string; timeout?: number | string } };
+
 /**
- * Function calls, variable reads and ping (reference §6; docs/device-protocol.md), on the
- * caller's devices and on a product's fleet.
+ * Function calls, variable reads and ping (docs/api.md, "Calling devices"; docs/device-protocol.md)
+ * on the caller's devices.
  */
-export function deviceCallRoutes(app: FastifyInstance, deps: { devices: DeviceAccess; deviceCalls: DeviceCallService; products: ProductService; guard: Guard }): void {
-  const { devices, deviceCalls, products, guard } = deps;
-  const anyToken = guard();
-  const console = guard({ subjects: ['user', 'product'] });
+export function deviceCallRoutes(app: FastifyInstance, deps: { devices: DeviceAccess; deviceCalls: DeviceCallService; guard: Guard }): void {
+  const { devices, deviceCalls } = deps;
+  const anyToken = deps.guard();
+  const { call, read, callSchema, readSchema } = calling(deviceCalls);
   const mine = (req: FastifyRequest<{ Params: { deviceId: string } }>) => devices.mustReach(authOf(req), req.params.deviceId);
-  const inFleet = async (req: FastifyRequest<{ Params: { productIdOrSlug: string; deviceId: string } }>) =>
-    devices.inProduct(await products.accessCached(authOf(req), req.params.productIdOrSlug), req.params.deviceId);
 
-  const call = async (d: DeviceRecord, name: string, body: CallBodyT, query: { format?: string; timeout?: number | string }, reply: FastifyReply) => {
-    const out = await deviceCalls.call(d, name, argOf(body), seconds(body?.timeout ?? query.timeout));
-    return answer(reply, body?.format ?? query.format, out, out.return_value);
-  };
-  const read = async (d: DeviceRecord, name: string, query: { format?: string; timeout?: number | string }, reply: FastifyReply) => {
-    const out = await deviceCalls.read(d, name, seconds(query.timeout));
-    return answer(reply, query.format, out, out.result);
-  };
-  const callSchema = (params: typeof D | typeof PD, tags: string[]) => ({
-    tags, summary: 'Call a function on the device; answers once the device replies', params, body: CallBody, querystring: Query,
-    response: { 200: CallAnswer, ...errorResponses(400, 401, 403, 404, 408, 429) },
-  });
-  const readSchema = (params: typeof D | typeof PD, tags: string[]) => ({
-    tags, summary: "Read a variable of the device (?format=raw for the bare value)", params, querystring: Query,
-    response: { 200: ReadAnswer, ...errorResponses(400, 401, 403, 404, 408, 429) },
-  });
-
-  type Q = { Querystring: { format?: string; timeout?: number | string } };
   app.post<{ Params: { deviceId: string; name: string }; Body: CallBodyT } & Q>('/v1/devices/:deviceId/:name', {
-    preHandler: anyToken, schema: callSchema(D, ['device calls']),
+    preHandler: anyToken, schema: callSchema(D),
   }, async (req, reply) => call(await mine(req), req.params.name, req.body, req.query, reply));
 
-  app.post<{ Params: { productIdOrSlug: string; deviceId: string; name: string }; Body: CallBodyT } & Q>('/v1/products/:productIdOrSlug/devices/:deviceId/:name', {
-    preHandler: console, schema: callSchema(PD, ['device calls']),
-  }, async (req, reply) => call(await inFleet(req), req.params.name, req.body, req.query, reply));
-
   app.get<{ Params: { deviceId: string; name: string } } & Q>('/v1/devices/:deviceId/:name', {
-    preHandler: anyToken, schema: readSchema(D, ['device calls']),
+    preHandler: anyToken, schema: readSchema(D),
   }, async (req, reply) => read(await mine(req), req.params.name, req.query, reply));
-
-  app.get<{ Params: { productIdOrSlug: string; deviceId: string; name: string } } & Q>('/v1/products/:productIdOrSlug/devices/:deviceId/:name', {
-    preHandler: console, schema: readSchema(PD, ['device calls']),
-  }, async (req, reply) => read(await inFleet(req), req.params.name, req.query, reply));
 
   app.put<{ Params: { deviceId: string } }>('/v1/devices/:deviceId/ping', {
     preHandler: anyToken,
     schema: { tags: ['device calls'], summary: 'Whether the device is connected now', params: PingParams, response: { 200: PingAnswer, ...errorResponses(400, 401, 403) } },
   }, async (req) => deviceCalls.ping(await mine(req)));
+}
 
-  app.put<{ Params: { productIdOrSlug: string; deviceId: string } }>('/v1/products/:productIdOrSlug/devices/:deviceId/ping', {
-    preHandler: console,
+/**
+ * The same on a product's fleet, under /v1/products/:productIdOrSlug (http/product-scope.ts), with
+ * the remembered product access: a call needs only the product's id.
+ */
+export function productDeviceCallRoutes(scope: FastifyInstance, deps: { devices: DeviceAccess; deviceCalls: DeviceCallService; guard: Guard }): void {
+  const { devices, deviceCalls } = deps;
+  const teamOnly = deps.guard({ subjects: ['user', 'product'] });
+  const { call, read, callSchema, readSchema } = calling(deviceCalls);
+  const inFleet = (req: FastifyRequest<{ Params: { deviceId: string } }>) => devices.inProduct(productOf(req), req.params.deviceId);
+  const config = { productAccess: 'team-read' as const };
+
+  scope.post<{ Params: { productIdOrSlug: string; deviceId: string; name: string }; Body: CallBodyT } & Q>('/devices/:deviceId/:name', {
+    preHandler: teamOnly, config, schema: callSchema(PD),
+  }, async (req, reply) => call(await inFleet(req), req.params.name, req.body, req.query, reply));
+
+  scope.get<{ Params: { productIdOrSlug: string; deviceId: string; name: string } } & Q>('/devices/:deviceId/:name', {
+    preHandler: teamOnly, config, schema: readSchema(PD),
+  }, async (req, reply) => read(await inFleet(req), req.params.name, req.query, reply));
+
+  scope.put<{ Params: { productIdOrSlug: string; deviceId: string } }>('/devices/:deviceId/ping', {
+    preHandler: teamOnly, config,
     schema: { tags: ['device calls'], summary: 'Whether the fleet device is connected now', params: ProductPingParams, response: { 200: PingAnswer, ...errorResponses(400, 401, 403, 404) } },
   }, async (req) => deviceCalls.ping(await inFleet(req)));
 }

@@ -11,6 +11,7 @@ import type { DeviceRecord } from '../../repositories/devices.repository.js';
 import type { DeviceCallService } from '../../services/device-calls.service.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
+import { productOf } from '../product-scope.js';
 import { Flag, Str, bodyOptional, errorResponses } from '../schemas.js';
 
 const DeviceRef = Type.Ref('Device');
@@ -38,28 +39,23 @@ async function multipartFileText(req: FastifyRequest): Promise<string> {
   }
 }
 
-/** Devices (docs/api.md, "Devices", "Claim codes"): identities, fleets, ownership and claim codes. */
+/** PUT with `signal` makes the device signal (docs/api.md, "Calling devices"); otherwise it changes the record. */
+const deviceChange = (devices: Devices, deviceCalls: DeviceCallService) => (d: DeviceRecord, body: Record<string, unknown>, productRoute: boolean) =>
+  body.signal !== undefined ? deviceCalls.signal(d, body.signal) : devices.edits.update(d, body, productRoute);
+
+/** Devices (docs/api.md, "Devices", "Claim codes"): identities, ownership and claim codes. */
 export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; deviceCalls: DeviceCallService; claims: ClaimService; products: ProductService; guard: Guard }): void {
-  const { devices, deviceCalls, products, guard } = deps;
+  const { devices, products, guard } = deps;
   const { access, views } = devices;
-  // PUT with `signal` makes the device signal (docs/api.md, "Calling devices"); otherwise it changes the record.
-  const change = (d: DeviceRecord, body: Record<string, unknown>, productRoute: boolean) =>
-    body.signal !== undefined ? deviceCalls.signal(d, body.signal) : devices.edits.update(d, body, productRoute);
+  const change = deviceChange(devices, deps.deviceCalls);
   const anyToken = guard();
-  const console = guard({ subjects: ['user', 'product'] });
-  type WithP = { Params: { productIdOrSlug: string } };
-  type WithPD = { Params: { productIdOrSlug: string; deviceId: string } };
+  const teamOnly = guard({ subjects: ['user', 'product'] });
   app.addSchema(DeviceViewSchema);
-  const idOrSlugOf = (req: FastifyRequest) => (req.params as { productIdOrSlug: string }).productIdOrSlug;
-  const productOf = (req: FastifyRequest) => products.access(authOf(req), idOrSlugOf(req));
-  // Reads that need only the product's id use the remembered access, as device calls do (dropped
-  // on every product or team change on this node); writes check afresh.
-  const readableProductOf = (req: FastifyRequest) => products.accessCached(authOf(req), idOrSlugOf(req));
 
   // POST /v1/devices: {product_id} provisions a new identity (particle-api-js provisionDevice);
   // {id, request_transfer} claims a device by id (particle-cli `claim`).
   app.post<{ Body: { product_id?: number | string; id?: string; request_transfer?: boolean | 'true' | 'false' } }>('/v1/devices', {
-    preHandler: console,
+    preHandler: teamOnly,
     schema: {
       tags: ['devices'],
       summary: 'Provision a device into a product ({product_id}), or claim a device by id ({id})',
@@ -111,8 +107,23 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; dev
       response: { 200: Type.Object({ claim_code: Type.String(), device_ids: Type.Array(Type.String()) }), ...errorResponses(400, 401, 403) },
     },
   }, async (req) => deps.claims.create(access.ownerOf(authOf(req)) as { kind: 'user'; id: string }, null, req.ip));
+}
 
-  app.post<WithP>('/v1/products/:productIdOrSlug/device_claims', {
+/**
+ * A product's fleet (docs/api.md, "Devices"), under /v1/products/:productIdOrSlug
+ * (http/product-scope.ts): pages of it, import, bulk provisioning, one device, and customers'
+ * claim codes. Reads that need only the product's id use the remembered access, as device calls
+ * do; writes check afresh.
+ */
+export function productDeviceRoutes(scope: FastifyInstance, deps: { devices: Devices; deviceCalls: DeviceCallService; claims: ClaimService; guard: Guard }): void {
+  const { devices, guard } = deps;
+  const { access, views } = devices;
+  const teamOnly = guard({ subjects: ['user', 'product'] });
+  const change = deviceChange(devices, deps.deviceCalls);
+  type WithPD = { Params: { productIdOrSlug: string; deviceId: string } };
+
+  scope.post('/device_claims', {
+    config: { productAccess: 'lookup' },
     preValidation: bodyOptional,
     preHandler: guard({ subjects: ['customer'] }),
     schema: {
@@ -124,17 +135,17 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; dev
     },
   }, async (req) => {
     const s = authOf(req).subject;
-    const product = await products.lookup(req.params.productIdOrSlug);
+    const product = req.product;
     if (s.kind !== 'customer' || !product || String(product.id) !== s.productId) {
       throw new DomainError('forbidden', 'The token must belong to a customer of this product');
     }
     return deps.claims.create({ kind: 'customer', id: s.customerId }, product.id, req.ip);
   });
 
-  // ---- product fleet ----
 
-  app.get<WithP & { Querystring: { deviceId?: string; deviceName?: string; groups?: string; sortAttr?: string; sortDir?: string; page?: number; per_page?: number } }>('/v1/products/:productIdOrSlug/devices', {
-    preHandler: console,
+  scope.get<{ Querystring: { deviceId?: string; deviceName?: string; groups?: string; sortAttr?: string; sortDir?: string; page?: number; per_page?: number } }>('/devices', {
+    preHandler: teamOnly,
+    config: { productAccess: 'team-read' },
     schema: {
       tags: ['product devices'],
       summary: "A page of the product's fleet",
@@ -163,7 +174,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; dev
     // Groups are not modelled yet: a filter by group matches no device rather than every one.
     if (q.groups) return { devices: [], customers: [], meta: pageMeta(q.page ?? 1, q.per_page ?? 25, 0) };
     // The page needs the product's id only, and reads the fleet's size itself.
-    return devices.lists.listFleet(await readableProductOf(req), {
+    return devices.lists.listFleet(productOf(req), {
       ...(q.deviceId === undefined ? {} : { deviceId: q.deviceId }),
       ...(q.deviceName === undefined ? {} : { deviceName: q.deviceName }),
       ...(q.sortAttr === undefined ? {} : { sortAttr: q.sortAttr }),
@@ -174,8 +185,8 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; dev
   });
 
   // Import by {id}, {ids:[...]} or a multipart `file` of ids (particle-cli always sends the file).
-  app.post<WithP & { Body: { id?: string; ids?: string[] } | undefined }>('/v1/products/:productIdOrSlug/devices', {
-    preHandler: console,
+  scope.post<{ Body: { id?: string; ids?: string[] } | undefined }>('/devices', {
+    preHandler: teamOnly,
     schema: {
       tags: ['product devices'],
       summary: 'Add devices to the product: {id}, {ids:[...]}, or a multipart file of ids, one per line',
@@ -184,7 +195,6 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; dev
       response: { 200: ImportResultSchema, ...errorResponses(400, 401, 403, 413) },
     },
   }, async (req) => {
-    const product = await productOf(req);
     let ids: string[];
     if (req.isMultipart()) {
       ids = parseIdList(await multipartFileText(req));
@@ -195,11 +205,11 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; dev
       else throw new DomainError('invalid_request', 'Send {id: "..."}, {ids: ["...", ...]} or a multipart file');
     }
     if (ids.length === 0) throw new DomainError('invalid_request', 'No device ids given');
-    return devices.membership.importToProduct(product, ids, authOf(req), req.ip);
+    return devices.membership.importToProduct(productOf(req), ids, authOf(req), req.ip);
   });
 
-  app.post<WithP & { Body: { quantity: number } }>('/v1/products/:productIdOrSlug/device_identities', {
-    preHandler: console,
+  scope.post<{ Body: { quantity: number } }>('/device_identities', {
+    preHandler: teamOnly,
     schema: {
       tags: ['product devices'],
       summary: 'Bulk provisioning: N new device identities with their secrets, once (JSON, or CSV with Accept: text/csv)',
@@ -208,7 +218,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; dev
       response: { ...errorResponses(400, 401, 403) },
     },
   }, async (req, reply) => {
-    const made = await devices.provisioning.provisionMany(await productOf(req), req.body.quantity, authOf(req), req.ip);
+    const made = await devices.provisioning.provisionMany(productOf(req), req.body.quantity, authOf(req), req.ip);
     reply.header('Cache-Control', 'no-store');
     if (String(req.headers.accept ?? '').includes('text/csv')) {
       return reply.code(201).type('text/csv; charset=utf-8').send(['device_id,device_secret', ...made.map((m) => `${m.id},${m.device_secret}`)].join('\n') + '\n');
@@ -216,29 +226,30 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; dev
     return reply.code(201).send({ ok: true, devices: made });
   });
 
-  app.get<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId', {
-    preHandler: console,
+  scope.get<WithPD>('/devices/:deviceId', {
+    preHandler: teamOnly,
+    config: { productAccess: 'team-read' },
     schema: { tags: ['product devices'], summary: 'One device of the fleet', params: PD, response: { 200: DeviceRef, ...errorResponses(400, 401, 403, 404) } },
-  }, async (req) => views.view(await access.inProduct(await readableProductOf(req), req.params.deviceId)));
+  }, async (req) => views.view(await access.inProduct(productOf(req), req.params.deviceId)));
 
-  app.put<WithPD & { Body: Record<string, unknown> }>('/v1/products/:productIdOrSlug/devices/:deviceId', {
-    preHandler: console,
+  scope.put<WithPD & { Body: Record<string, unknown> }>('/devices/:deviceId', {
+    preHandler: teamOnly,
     schema: { tags: ['product devices'], summary: 'Name, notes, development mode, firmware lock, or signal', params: PD, body: DeviceChange, response: { ...errorResponses(400, 401, 403, 404) } },
-  }, async (req) => change(await access.inProduct(await productOf(req), req.params.deviceId), req.body, true));
+  }, async (req) => change(await access.inProduct(productOf(req), req.params.deviceId), req.body, true));
 
-  app.delete<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId', {
-    preHandler: console,
+  scope.delete<WithPD>('/devices/:deviceId', {
+    preHandler: teamOnly,
     schema: { tags: ['product devices'], summary: 'Remove a device from the product (its owner is released)', params: PD, response: errorResponses(400, 401, 403, 404) },
   }, async (req, reply) => {
-    await devices.membership.removeFromProduct(await productOf(req), req.params.deviceId, authOf(req), req.ip);
+    await devices.membership.removeFromProduct(productOf(req), req.params.deviceId, authOf(req), req.ip);
     return reply.code(204).send();
   });
 
-  app.delete<WithPD>('/v1/products/:productIdOrSlug/devices/:deviceId/owner', {
-    preHandler: console,
+  scope.delete<WithPD>('/devices/:deviceId/owner', {
+    preHandler: teamOnly,
     schema: { tags: ['product devices'], summary: "Release a product device's owner (unclaim)", params: PD, response: errorResponses(400, 401, 403, 404) },
   }, async (req, reply) => {
-    await devices.ownership.releaseOwnerInProduct(await productOf(req), req.params.deviceId, authOf(req), req.ip);
+    await devices.ownership.releaseOwnerInProduct(productOf(req), req.params.deviceId, authOf(req), req.ip);
     return reply.code(204).send();
   });
 }

@@ -3,8 +3,8 @@ import { Type } from '@sinclair/typebox';
 import type { CloudEvent } from '../../bus/bus.js';
 import type { DeviceAccess } from '../../services/devices/access.js';
 import type { EventFilter, EventService } from '../../services/events.service.js';
-import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
+import { productOf } from '../product-scope.js';
 import { Flag, OkBody, Str, errorResponses } from '../schemas.js';
 
 const Publish = Type.Object({
@@ -24,7 +24,7 @@ const FleetDevicePrefix = Type.Object({ productIdOrSlug: Str(100), deviceId: Str
 /** A stream whose reader falls this far behind is closed rather than buffered without end. */
 const MAX_UNREAD_BYTES = 1024 * 1024;
 
-/** One event in the wire format of reference §9. */
+/** One event in Particle's wire format (docs/particle-compatibility.md#events). */
 function frame(e: CloudEvent): string {
   const body: Record<string, unknown> = { data: e.data, ttl: e.ttl, published_at: e.published_at, coreid: e.coreid };
   if (e.productId !== null) body.productID = e.productId;
@@ -32,14 +32,12 @@ function frame(e: CloudEvent): string {
 }
 
 /**
- * Event streams (Server-Sent Events) and publishing (reference §9). A stream starts with `:ok`,
- * carries `event:`/`data:` frames, and a comment every EVENTS_KEEPALIVE_SECONDS so that
- * particle-api-js (which drops a stream silent for 15 s) stays connected.
+ * Event streams (Server-Sent Events; docs/api.md, "Events"): each starts with `:ok`, carries
+ * `event:`/`data:` frames, and a comment every EVENTS_KEEPALIVE_SECONDS so that particle-api-js
+ * (which drops a stream silent for 15 s) stays connected. The streams of every route, at the
+ * root and under a product, are ended before the server closes.
  */
-export function eventRoutes(app: FastifyInstance, deps: { events: EventService; devices: DeviceAccess; products: ProductService; guard: Guard; keepaliveSeconds: number }): void {
-  const { events, devices, products, guard } = deps;
-  const anyToken = guard();
-  const console = guard({ subjects: ['user', 'product'] });
+export function eventStreams(app: FastifyInstance, events: EventService, keepaliveSeconds: number) {
   const open = new Set<FastifyReply>();
 
   // Streams never end on their own: end them before the server waits for its connections.
@@ -70,7 +68,7 @@ export function eventRoutes(app: FastifyInstance, deps: { events: EventService; 
     const unsubscribe = events.subscribe((e) => {
       if (filter(e)) write(frame(e));
     });
-    const keepalive = setInterval(() => write(':\n\n'), deps.keepaliveSeconds * 1000);
+    const keepalive = setInterval(() => write(':\n\n'), keepaliveSeconds * 1000);
     const stop = () => {
       clearInterval(keepalive);
       unsubscribe();
@@ -80,11 +78,23 @@ export function eventRoutes(app: FastifyInstance, deps: { events: EventService; 
     req.raw.on('close', stop);
   }
 
-  const streamSchema = (summary: string, params?: object) => ({
+  const schema = (summary: string, params?: object) => ({
     tags: ['events'], summary, ...(params ? { params } : {}),
     produces: ['text/event-stream'],
     response: errorResponses(400, 401, 403, 404),
   });
+
+  return { stream, schema };
+}
+
+export type EventStreams = ReturnType<typeof eventStreams>;
+type PublishBody = { name: string; data?: string | number | boolean | null; ttl?: number | string; private?: boolean | 'true' | 'false' | '' };
+
+/** The caller's event streams, one device's, and publishing to the caller's stream and devices. */
+export function eventRoutes(app: FastifyInstance, deps: { events: EventService; devices: DeviceAccess; streams: EventStreams; guard: Guard }): void {
+  const { events, devices } = deps;
+  const { stream, schema: streamSchema } = deps.streams;
+  const anyToken = deps.guard();
 
   app.get('/v1/devices/events', { preHandler: anyToken, schema: streamSchema("Stream of the caller's events") },
     async (req, reply) => stream(req, reply, events.mine(authOf(req))));
@@ -96,20 +106,6 @@ export function eventRoutes(app: FastifyInstance, deps: { events: EventService; 
   app.get<{ Params: { deviceId: string; prefix: string } }>('/v1/devices/:deviceId/events/:prefix', { preHandler: anyToken, schema: streamSchema("Stream of one device's events whose name starts with prefix", DevicePrefix) },
     async (req, reply) => stream(req, reply, events.device(await devices.mustReach(authOf(req), req.params.deviceId), req.params.prefix)));
 
-  app.get<{ Params: { productIdOrSlug: string } }>('/v1/products/:productIdOrSlug/events', { preHandler: console, schema: streamSchema("Stream of the product fleet's events", ProductParams) },
-    async (req, reply) => stream(req, reply, events.product(await products.accessCached(authOf(req), req.params.productIdOrSlug))));
-  app.get<{ Params: { productIdOrSlug: string; prefix: string } }>('/v1/products/:productIdOrSlug/events/:prefix', { preHandler: console, schema: streamSchema("Stream of the product fleet's events whose name starts with prefix", ProductPrefix) },
-    async (req, reply) => stream(req, reply, events.product(await products.accessCached(authOf(req), req.params.productIdOrSlug), req.params.prefix)));
-
-  // particle-api-js getEventStream({product, deviceId}) asks for one fleet device's stream.
-  const fleetDevice = async (req: FastifyRequest<{ Params: { productIdOrSlug: string; deviceId: string } }>) =>
-    devices.inProduct(await products.accessCached(authOf(req), req.params.productIdOrSlug), req.params.deviceId);
-  app.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/v1/products/:productIdOrSlug/devices/:deviceId/events', { preHandler: console, schema: streamSchema("Stream of one fleet device's events", FleetDevice) },
-    async (req, reply) => stream(req, reply, events.device(await fleetDevice(req))));
-  app.get<{ Params: { productIdOrSlug: string; deviceId: string; prefix: string } }>('/v1/products/:productIdOrSlug/devices/:deviceId/events/:prefix', { preHandler: console, schema: streamSchema("Stream of one fleet device's events whose name starts with prefix", FleetDevicePrefix) },
-    async (req, reply) => stream(req, reply, events.device(await fleetDevice(req), req.params.prefix)));
-
-  type PublishBody = { name: string; data?: string | number | boolean | null; ttl?: number | string; private?: boolean | 'true' | 'false' | '' };
   app.post<{ Body: PublishBody }>('/v1/devices/events', {
     preHandler: anyToken,
     schema: { tags: ['events'], summary: "Publish an event to the caller's stream and devices", body: Publish, response: { 200: OkBody, ...errorResponses(400, 401) } },
@@ -117,11 +113,35 @@ export function eventRoutes(app: FastifyInstance, deps: { events: EventService; 
     events.publish(authOf(req), req.body, null);
     return { ok: true as const };
   });
-  app.post<{ Params: { productIdOrSlug: string }; Body: PublishBody }>('/v1/products/:productIdOrSlug/events', {
-    preHandler: console,
+}
+
+/**
+ * A product's event streams and publishing to its fleet, under /v1/products/:productIdOrSlug
+ * (http/product-scope.ts), with the remembered product access.
+ */
+export function productEventRoutes(scope: FastifyInstance, deps: { events: EventService; devices: DeviceAccess; streams: EventStreams; guard: Guard }): void {
+  const { events, devices } = deps;
+  const { stream, schema: streamSchema } = deps.streams;
+  const teamOnly = deps.guard({ subjects: ['user', 'product'] });
+  const config = { productAccess: 'team-read' as const };
+
+  scope.get('/events', { preHandler: teamOnly, config, schema: streamSchema("Stream of the product fleet's events", ProductParams) },
+    async (req, reply) => stream(req, reply, events.product(productOf(req))));
+  scope.get<{ Params: { prefix: string } }>('/events/:prefix', { preHandler: teamOnly, config, schema: streamSchema("Stream of the product fleet's events whose name starts with prefix", ProductPrefix) },
+    async (req, reply) => stream(req, reply, events.product(productOf(req), req.params.prefix)));
+
+  // particle-api-js getEventStream({product, deviceId}) asks for one fleet device's stream.
+  const fleetDevice = (req: FastifyRequest<{ Params: { deviceId: string } }>) => devices.inProduct(productOf(req), req.params.deviceId);
+  scope.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/devices/:deviceId/events', { preHandler: teamOnly, config, schema: streamSchema("Stream of one fleet device's events", FleetDevice) },
+    async (req, reply) => stream(req, reply, events.device(await fleetDevice(req))));
+  scope.get<{ Params: { productIdOrSlug: string; deviceId: string; prefix: string } }>('/devices/:deviceId/events/:prefix', { preHandler: teamOnly, config, schema: streamSchema("Stream of one fleet device's events whose name starts with prefix", FleetDevicePrefix) },
+    async (req, reply) => stream(req, reply, events.device(await fleetDevice(req), req.params.prefix)));
+
+  scope.post<{ Body: PublishBody }>('/events', {
+    preHandler: teamOnly, config,
     schema: { tags: ['events'], summary: "Publish an event to the product's stream and fleet", params: ProductParams, body: Publish, response: { 200: OkBody, ...errorResponses(400, 401, 403) } },
   }, async (req) => {
-    events.publish(authOf(req), req.body, await products.accessCached(authOf(req), req.params.productIdOrSlug));
+    events.publish(authOf(req), req.body, productOf(req));
     return { ok: true as const };
   });
 }

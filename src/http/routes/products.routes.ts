@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, userIdOf, type Guard } from '../auth.js';
+import { productOf } from '../product-scope.js';
 import { Str, errorResponses } from '../schemas.js';
 
 const ProductView = Type.Object({
@@ -29,12 +30,10 @@ const NewProduct = Type.Object({
 const P = Type.Object({ productIdOrSlug: Str(100) });
 const TeamMember = Type.Object({ username: Type.String(), role: Type.String(), no_mfa: Type.Boolean(), product_id: Type.Integer() });
 
-/** Products and their teams (reference §7). Every product route takes an id or a slug. */
+/** Products and their teams (docs/api.md, "Products and teams"): creating them and listing them. */
 export function productRoutes(app: FastifyInstance, deps: { products: ProductService; guard: Guard }): void {
   const { products, guard } = deps;
   const userOnly = guard({ subjects: ['user'] });
-  const console = guard({ subjects: ['user', 'product'] });
-  type WithP = { Params: { productIdOrSlug: string } };
 
   // particle-cli sends {product:{name, description, platform_id}}; a flat body works too.
   app.post<{ Body: { product?: Record<string, unknown> } & Record<string, unknown> }>('/v1/user/products', {
@@ -52,18 +51,24 @@ export function productRoutes(app: FastifyInstance, deps: { products: ProductSer
 
   for (const path of ['/v1/products', '/v1/user/products']) {
     app.get(path, {
-      preHandler: console,
+      preHandler: guard({ subjects: ['user', 'product'] }),
       schema: { tags: ['products'], summary: 'The products the caller manages', response: { 200: Type.Object({ products: Type.Array(ProductView) }), ...errorResponses(400, 401, 403) } },
     }, async (req) => ({ products: await products.listFor(authOf(req)) }));
   }
+}
 
-  app.get<WithP>('/v1/products/:productIdOrSlug', {
-    preHandler: console,
+/** A product, its settings and its team: the routes under /v1/products/:productIdOrSlug (http/product-scope.ts). */
+export function productTeamRoutes(scope: FastifyInstance, deps: { products: ProductService; guard: Guard }): void {
+  const { products, guard } = deps;
+  const teamOnly = guard({ subjects: ['user', 'product'] });
+
+  scope.get('', {
+    preHandler: teamOnly,
     schema: { tags: ['products'], summary: 'One product, by id or slug', params: P, response: { 200: Type.Object({ product: ProductView }), ...errorResponses(400, 401, 403) } },
-  }, async (req) => ({ product: await products.view(await products.access(authOf(req), req.params.productIdOrSlug)) }));
+  }, async (req) => ({ product: await products.view(productOf(req)) }));
 
-  app.put<WithP & { Body: { product?: Record<string, unknown> } & Record<string, unknown> }>('/v1/products/:productIdOrSlug', {
-    preHandler: console,
+  scope.put<{ Body: { product?: Record<string, unknown> } & Record<string, unknown> }>('', {
+    preHandler: teamOnly,
     schema: {
       tags: ['products'],
       summary: 'Rename a product or change its description',
@@ -76,13 +81,10 @@ export function productRoutes(app: FastifyInstance, deps: { products: ProductSer
       }),
       response: { 200: Type.Object({ ok: Type.Literal(true), product: ProductView }), ...errorResponses(400, 401, 403) },
     },
-  }, async (req) => {
-    const product = await products.access(authOf(req), req.params.productIdOrSlug);
-    return { ok: true as const, product: await products.update(product, req.body.product ?? req.body) };
-  });
+  }, async (req) => ({ ok: true as const, product: await products.update(productOf(req), req.body.product ?? req.body) }));
 
-  app.delete<WithP & { Querystring: { confirm?: string } }>('/v1/products/:productIdOrSlug', {
-    preHandler: userOnly,
+  scope.delete<{ Querystring: { confirm?: string } }>('', {
+    preHandler: guard({ subjects: ['user'] }),
     schema: {
       tags: ['products'],
       summary: 'Delete a product (one with customers needs confirm=<slug>)',
@@ -91,18 +93,17 @@ export function productRoutes(app: FastifyInstance, deps: { products: ProductSer
       response: errorResponses(400, 401, 403, 409),
     },
   }, async (req, reply) => {
-    const product = await products.access(authOf(req), req.params.productIdOrSlug);
-    await products.remove(product, req.query.confirm, authOf(req), req.ip);
+    await products.remove(productOf(req), req.query.confirm, authOf(req), req.ip);
     return reply.code(204).send();
   });
 
-  app.get<WithP>('/v1/products/:productIdOrSlug/team', {
-    preHandler: console,
+  scope.get('/team', {
+    preHandler: teamOnly,
     schema: { tags: ['products'], summary: 'Team members', params: P, response: { 200: Type.Object({ ok: Type.Literal(true), team: Type.Array(TeamMember) }), ...errorResponses(400, 401, 403) } },
-  }, async (req) => ({ ok: true as const, team: await products.team(await products.access(authOf(req), req.params.productIdOrSlug)) }));
+  }, async (req) => ({ ok: true as const, team: await products.team(productOf(req)) }));
 
-  app.post<WithP & { Body: { username: string } }>('/v1/products/:productIdOrSlug/team', {
-    preHandler: console,
+  scope.post<{ Body: { username: string } }>('/team', {
+    preHandler: teamOnly,
     schema: {
       tags: ['products'],
       summary: 'Add an existing account to the team, by username',
@@ -111,13 +112,12 @@ export function productRoutes(app: FastifyInstance, deps: { products: ProductSer
       response: { 201: Type.Object({ ok: Type.Literal(true), username: Type.String(), role: Type.String() }), ...errorResponses(400, 401, 403, 404, 409) },
     },
   }, async (req, reply) => {
-    const product = await products.access(authOf(req), req.params.productIdOrSlug);
-    const added = await products.addMember(product, req.body.username, req.ip, authOf(req));
+    const added = await products.addMember(productOf(req), req.body.username, req.ip, authOf(req));
     return reply.code(201).send({ ok: true, ...added });
   });
 
-  app.delete<{ Params: { productIdOrSlug: string; username: string } }>('/v1/products/:productIdOrSlug/team/:username', {
-    preHandler: console,
+  scope.delete<{ Params: { productIdOrSlug: string; username: string } }>('/team/:username', {
+    preHandler: teamOnly,
     schema: {
       tags: ['products'],
       summary: 'Remove a member from the team (not the last one)',
@@ -125,8 +125,7 @@ export function productRoutes(app: FastifyInstance, deps: { products: ProductSer
       response: errorResponses(400, 401, 403, 404, 409),
     },
   }, async (req, reply) => {
-    const product = await products.access(authOf(req), req.params.productIdOrSlug);
-    await products.removeMember(product, req.params.username, req.ip, authOf(req));
+    await products.removeMember(productOf(req), req.params.username, req.ip, authOf(req));
     return reply.code(204).send();
   });
 }
