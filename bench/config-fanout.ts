@@ -60,7 +60,7 @@ for (const [n, v] of Object.entries({ devices: DEVICES, rounds: ROUNDS, 'per-wor
 }
 if (!Number.isInteger(STORM_ROUNDS) || STORM_ROUNDS < 0) throw new Error(`--storm-rounds must be a whole number\n${USAGE}`);
 
-/** The goal of the issue: a fleet change acknowledged by all 10,000 devices within 5 s. */
+/** The goal: a fleet change acknowledged by all 10,000 devices within 5 s. */
 const GOAL_MS = 5000;
 /** Devices whose configuration is also read back through the API after each round. */
 const SAMPLE = 20;

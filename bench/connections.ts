@@ -1,6 +1,6 @@
-// Issue 4's connection benchmark: how many idle devices one Skyport node holds, what each costs
-// the server in memory, and how fast they connect; beside Mosquitto taking the same connections
-// in the same run (docs/benchmarks.md).
+// The connection benchmark: how many idle devices one Skyport node holds, what each costs the
+// server in memory, and how fast they connect; beside Mosquitto taking the same connections in the
+// same run (docs/benchmarks.md).
 //
 //   npm run bench:connections                          10,000 and 50,000 devices, embedded store
 //   npm run bench:connections -- --store postgres      or both

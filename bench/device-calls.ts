@@ -1,4 +1,4 @@
-// Issue 4's benchmark: a function call's round trip, REST → gateway → device → REST, at 1 and 64
+// The function call benchmark: a call's round trip, REST → gateway → device → REST, at 1 and 64
 // concurrent callers, beside the floor: the same request and reply done directly between two
 // mqtt.js clients over the local Mosquitto, in the same run (docs/benchmarks.md).
 //

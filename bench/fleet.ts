@@ -1,4 +1,4 @@
-// Issue 3's benchmark: a product with a large fleet and many customers. Listing a page of the
+// The fleet benchmark: a product with a large fleet and many customers. Listing a page of the
 // fleet (product token), a customer's GET /v1/devices, and GET /v1/devices/:id with a customer
 // token, at 1,000 and at 100,000 devices, beside a bare node:http server in the same run.
 //   npm run build && npx tsx bench/fleet.ts [--store embedded|postgres] [--duration 6] [--sizes 1000,100000]

@@ -204,7 +204,8 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     authenticate: (id, secret) => services.deviceAuth.authenticate(id, secret),
     claim: (id, code) => services.claims.redeem(id, code),
     configHello: (id, hashes) => {
-      // The firmware version of the `hello` just before decides which settings apply (SPEC.md §2.6).
+      // The firmware version of the `hello` just before decides which settings apply
+      // (docs/particle-compatibility.md#firmware-ranges).
       void presence.described(id).then(() => services.config.delivery.onHello(id, hashes)).catch((err) => app.log.warn({ err, device: id }, 'configuration sync failed'));
     },
   });

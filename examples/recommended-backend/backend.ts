@@ -1,5 +1,5 @@
 /**
- * A product's back-end in the recommended design (SPEC.md §5, docs/guides/recommended.md).
+ * A product's back-end in the recommended design (docs/guides/recommended.md).
  *
  * - It holds the product's OAuth client (two-legged server type: `installed`, no scope). The
  *   client's token reaches the product's whole fleet, so its secret stays here and nowhere else.

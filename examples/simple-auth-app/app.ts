@@ -1,5 +1,5 @@
 /**
- * The mobile app of the simple authentication design (SPEC.md §5, docs/guides/simple-auth.md).
+ * The mobile app of the simple authentication design (docs/guides/simple-auth.md).
  *
  * The app talks to Skyport directly. It embeds the ID and secret of the product's Simple Auth
  * (mobile app) client: `type: installed`, `scope: customers:create`. Anything shipped in an app

@@ -1,5 +1,5 @@
 /**
- * The product's server in the two-legged design (SPEC.md §5, docs/guides/two-legged.md).
+ * The product's server in the two-legged design (docs/guides/two-legged.md).
  *
  * - It keeps the product's accounts (here an in-memory table with scrypt password hashes).
  * - It holds the product's Two-Legged Auth (server) client: `type: installed`, no scope. With it

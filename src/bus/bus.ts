@@ -2,9 +2,9 @@ import type { DeviceOwner } from '../repositories/devices.repository.js';
 
 /**
  * The bus: how an API node reaches the gateway node that holds a device's connection, and how
- * events travel between devices, gateways and event streams (DESIGN.md, "The parts"). Routes
- * and services talk only to this interface, so the in-process default and a multi-node
- * deployment (NATS or Redis behind the same interface) run the same code.
+ * events travel between devices, gateways and event streams (docs/architecture.md, "Devices: the
+ * gateway and the bus"). Routes and services talk only to this interface, so the in-process
+ * default and a multi-node deployment (NATS or Redis behind the same interface) run the same code.
  */
 
 /** What the API may ask of a connected device. */
@@ -22,7 +22,10 @@ export type DeviceAnswer = { ok: true; value: unknown } | { ok: false; error: st
 /** Serves the commands for one connected device; given by the gateway that holds it. */
 export type DeviceHandler = (command: DeviceCommand, timeoutMs: number) => Promise<DeviceAnswer>;
 
-/** An event, as streams and devices see it (reference §9), with who may see it. */
+/**
+ * An event, as streams and devices see it (docs/particle-compatibility.md#events), with who may
+ * see it.
+ */
 export interface CloudEvent {
   name: string;
   data: string | null;

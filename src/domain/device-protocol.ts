@@ -66,9 +66,10 @@ export function topicMatches(filter: string, topic: string): boolean {
 }
 
 /**
- * The largest publish a device takes (reference: tracker-configuration §3; peer-systems, remote
- * calls): 622 bytes on Device OS before 3.0.0, 864 on 3.x for Gen 2 (Photon 6, P1 8, Electron 10),
- * 1024 on 3.0.0 and later otherwise. A device that has not said gets the smallest.
+ * The largest publish a device takes (docs/particle-compatibility.md#publish-size-limits, from
+ * https://docs.particle.io/reference/device-os/api/cloud-functions/overview-of-api-field-limits/):
+ * 622 bytes on Device OS before 3.0.0, 864 on 3.x for Gen 2 (Photon 6, P1 8, Electron 10), 1024
+ * on 3.0.0 and later otherwise. A device that has not said gets the smallest.
  */
 export function publishLimit(systemFirmwareVersion: string | null, platformId: number): number {
   const major = systemFirmwareVersion ? Number(/^(\d+)\./.exec(systemFirmwareVersion)?.[1]) : NaN;

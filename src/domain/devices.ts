@@ -37,7 +37,7 @@ export function claimedByOther(): DomainError {
   return new DomainError('device_claimed_by_other', 'That belongs to someone else.', { details: { errors: ['That belongs to someone else.'] } });
 }
 
-/** Sort keys of the fleet list (reference §7, sortAttr). */
+/** Sort keys of the fleet list, `sortAttr` (docs/particle-compatibility.md#products-and-fleets). */
 export const SORT_ATTRS = { id: 'id', name: 'name', lastHeard: 'last_heard', last_heard: 'last_heard', firmwareVersion: 'firmware_version', platformId: 'platform_id' } as const;
 export type SortColumn = (typeof SORT_ATTRS)[keyof typeof SORT_ATTRS];
 

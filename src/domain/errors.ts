@@ -2,7 +2,8 @@
  * The error catalogue: every error the API can answer with, by stable code.
  *
  * `code` is what clients match on and never changes; `wire` is the value placed in the
- * `error` field where Particle's wire format fixes a different text (reference §6, §11).
+ * `error` field where Particle's wire format fixes a different text
+ * (docs/particle-compatibility.md#error-bodies).
  * docs/errors.md lists every code; test/errors-catalogue.test.ts fails when one is missing.
  */
 export interface ErrorSpec {
@@ -13,7 +14,8 @@ export interface ErrorSpec {
 }
 
 export const ERRORS = {
-  // RFC 6749 §5.2 and the reference's status table (reference §1)
+  // RFC 6749 §5.2, with the statuses of Particle's token server
+  // (docs/particle-compatibility.md#token-endpoint-errors)
   invalid_request: { status: 400, summary: 'The request is malformed: a parameter is missing, repeated, of the wrong type or too long.' },
   invalid_client: { status: 400, summary: 'Client authentication failed: unknown client, wrong secret, or no credentials.' },
   invalid_grant: { status: 400, summary: 'The credentials of the grant (password, refresh token, one-time password) are invalid or expired.' },
@@ -33,13 +35,13 @@ export const ERRORS = {
   username_taken: { status: 409, summary: 'An account with this username already exists.' },
   conflict: { status: 409, summary: 'The request conflicts with the current state of the resource.' },
   claim_code_invalid: { status: 400, summary: 'The claim code is unknown, already used, expired, or for another product.' },
-  // Devices (docs/device-protocol.md; reference §6)
+  // Devices (docs/device-protocol.md; docs/particle-compatibility.md#call-errors)
   device_offline: { status: 404, summary: 'The device is not connected to the cloud now; calls, reads and signals need a connected device.' },
   function_not_found: { status: 404, wire: 'Function not found', summary: 'The device has not declared a function by that name.' },
   variable_not_found: { status: 404, wire: 'Variable not found', summary: 'The device has not declared a variable by that name.' },
   device_timeout: { status: 408, wire: 'Timed out.', summary: 'The device did not answer within the timeout (DEVICE_CALL_TIMEOUT_SECONDS or the call\'s `timeout`).' },
   device_error: { status: 400, summary: 'The device answered the call or read with an error of its own; error_description carries its message.' },
-  // Configuration (DESIGN.md, "Decisions already taken")
+  // Configuration (docs/particle-compatibility.md#product-configuration)
   invalid_schema: { status: 422, wire: 'Invalid Schema', summary: 'The configuration schema was refused; `violations` lists each problem with a JSON pointer.' },
   device_rejected_configuration: { status: 400, summary: 'The connected device refused part of the configuration; `results` gives each module with its status and the device\'s code.' },
   invalid_configuration: { status: 400, summary: 'Configuration values were refused (types, bounds, unknown modules or keys, scope rules, or a module too large for a device); `violations` lists each with a JSON pointer, and nothing was changed.' },

@@ -2,8 +2,9 @@ import { DomainError } from './errors.js';
 import type { Clock } from '../platform/clock.js';
 
 /**
- * Limits failed logins and client authentications (reference §11: a 30-minute lock-out after
- * 10 consecutive failures). Two rules:
+ * Limits failed logins and client authentications (Particle locks an account for 30 minutes
+ * after 10 failures in a row: docs/particle-compatibility.md#failed-attempts-and-rate-limits).
+ * Two rules:
  * - per key (an account or a client): after `maxConsecutive` failures in a row, the key is
  *   locked for `lockoutSeconds`, even for the right password; a success resets the count;
  * - per source address: at most `maxPerWindow` failures within `windowSeconds`.

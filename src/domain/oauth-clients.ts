@@ -2,11 +2,11 @@ import { DomainError } from './errors.js';
 import { parseClientScope, type Scope } from './scopes.js';
 
 /**
- * OAuth clients (SPEC.md §2.1, reference §3). `installed` clients hold a secret; `web` clients
- * (Simple Auth web apps) need a redirect URI and may create customers with their ID alone.
- * The console's three kinds map to: Simple Auth mobile app = installed + customers:create;
- * Simple Auth web app = web + redirect_uri + customers:create; Two-Legged server = installed
- * with full scope.
+ * OAuth clients (docs/particle-compatibility.md#oauth-clients). `installed` clients hold a secret;
+ * `web` clients (Simple Auth web apps) need a redirect URI and may create customers with their ID
+ * alone. The console's three kinds map to: Simple Auth mobile app = installed + customers:create;
+ * Simple Auth web app = web + redirect_uri + customers:create; Two-Legged server = installed with
+ * full scope.
  */
 export type ClientType = 'installed' | 'web';
 
@@ -57,14 +57,18 @@ function validateRedirectUri(value: unknown): string {
 
 /**
  * A client ID as Particle makes them (`myapp-2146`): the name in lower-case letters, digits and
- * dashes, then a random number; always within /^[a-z0-9-_]{3,40}$/ (reference §1).
+ * dashes, then a random number; always within /^[a-z0-9-_]{3,40}$/
+ * (docs/particle-compatibility.md#oauth-clients).
  */
 export function clientIdFor(name: string, randomDigits: string): string {
   const slug = name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 30) || 'client';
   return `${slug}-${randomDigits}`;
 }
 
-/** The syntactic check of a client_id before any lookup (reference §1). */
+/**
+ * The syntactic check of a client_id before any lookup
+ * (docs/particle-compatibility.md#request-encoding-and-client-credentials).
+ */
 export function isWellFormedClientId(id: string): boolean {
   return /^[a-z0-9\-_]{3,40}$/i.test(id);
 }

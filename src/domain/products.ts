@@ -1,8 +1,9 @@
 import { DomainError } from './errors.js';
 
 /**
- * Products (reference §7). A product is addressed by its numeric id or its slug on every route
- * (`:productIdOrSlug`); slugs are made from the name and never look like a number.
+ * Products (docs/particle-compatibility.md#products-and-fleets). A product is addressed by its
+ * numeric id or its slug on every route (`:productIdOrSlug`); slugs are made from the name and
+ * never look like a number.
  */
 export interface NewProductInput {
   name: string;

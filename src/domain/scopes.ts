@@ -1,12 +1,12 @@
 import { DomainError } from './errors.js';
 
 /**
- * Token scopes. A token carries its client's scope, or a narrower one asked for with `scope`
- * (SPEC.md §2.2). Scope values, space separated (RFC 6749 §3.3):
+ * Token scopes (docs/particle-compatibility.md#scopes). A token carries its client's scope, or a
+ * narrower one asked for with `scope`. Scope values, space separated (RFC 6749 §3.3):
  * - `*:*`: everything the subject may do (the same as no scope);
  * - `customers:create`: creating product customers and nothing else;
  * - `customer=<email>`: in the client_credentials grant of a product client, names the product
- *   customer the token is for (SPEC.md §4.1). It selects the subject, it is not a permission.
+ *   customer the token is for. It selects the subject, it is not a permission.
  *
  * A stored scope of `null` means full scope.
  */

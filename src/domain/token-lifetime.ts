@@ -11,7 +11,7 @@ export interface Lifetime {
 
 /**
  * Resolves `expires_in` (seconds; 0 = never expires) and `expires_at` (ISO-8601, wins when both
- * are given) of a token request (reference §1).
+ * are given) of a token request (docs/particle-compatibility.md#token-lifetimes).
  */
 export function resolveLifetime(input: { expiresIn?: string | undefined; expiresAt?: string | undefined }, now: Date, defaultSeconds: number): Lifetime {
   if (input.expiresAt !== undefined && input.expiresAt !== '') {

@@ -28,8 +28,8 @@ function asToken(value: unknown): string {
 
 /**
  * Client credentials (RFC 6749 §2.3.1): HTTP Basic, or `client_id`/`client_secret` in the form
- * body, not both. A Bearer header on these endpoints is ignored (older particle-cli always
- * sends one, reference §1).
+ * body, not both. A Bearer header on these endpoints is ignored: older particle-cli always sends
+ * one (docs/particle-compatibility.md#request-encoding-and-client-credentials).
  */
 export function clientCredentialsOf(req: FastifyRequest): { id: string | undefined; secret: string | undefined } {
   const body = (req.body ?? {}) as Record<string, unknown>;

@@ -88,7 +88,8 @@ function toDomainError(err: FastifyError | DomainError | Error, req: FastifyRequ
   }
   switch (fe.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      // The token endpoint takes form encoding only, and says so as the reference does (§1).
+      // The token endpoint takes form encoding only, and says so in the words of Particle's token
+      // server (docs/particle-compatibility.md#request-encoding-and-client-credentials).
       if (req.url.startsWith('/oauth/')) return new DomainError('invalid_request', 'Method must be POST with application/x-www-form-urlencoded encoding');
       return new DomainError('unsupported_media_type', `Content-Type ${String(req.headers['content-type']).slice(0, 100)} is not accepted here; send application/json or application/x-www-form-urlencoded`);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

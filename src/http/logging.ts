@@ -59,8 +59,9 @@ const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 4
 
 /**
  * Fastify gives every request a child logger bound to its request id. With redaction on, pino's
- * child() costs about a microsecond (it serialises and redacts the bindings), while at `warn` most
- * requests never write a line. This child is made on the first line that is written.
+ * child() is not free: it serialises and redacts the bindings (docs/benchmarks.md,
+ * "Measurements behind design choices"), while at `warn` most requests never write a line. This
+ * child is made on the first line that is written.
  */
 export const lazyChildLogger: NonNullable<FastifyServerOptions['childLoggerFactory']> = function (logger, bindings, opts) {
   // A route's own log level or serializers change the child itself: make it at once.

@@ -5,10 +5,10 @@ import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
 /**
  * Random secrets and their hashes.
  *
- * Access tokens, refresh tokens, client secrets, MFA tokens and recovery codes are random
- * values of at least 128 bits, so a single SHA-256 is a sound way to store them: nothing can be
- * guessed from the hash, and lookups by hash stay fast enough for token issuance at thousands
- * per second. Passwords are chosen by people, so they get argon2id (RFC 9106) instead.
+ * Access tokens, refresh tokens, client secrets, MFA tokens and recovery codes are random values of
+ * at least 128 bits, so a single SHA-256 is a sound way to store them: nothing can be guessed from
+ * the hash, and lookups by hash stay cheap enough for the hot path of token issuance and
+ * verification. Passwords are chosen by people, so they get argon2id (RFC 9106) instead.
  */
 export interface Secrets {
   /** A new opaque token: `bytes` random bytes, hex (or base64url) encoded. */
@@ -32,8 +32,9 @@ export interface Secrets {
 }
 
 /**
- * SHA-256 as hex. `crypto.hash` (Node 20.12+) hashes in one call, about three times faster than
- * createHash().update().digest() for a token; it runs on every authenticated request.
+ * SHA-256 as hex. `crypto.hash` (Node 20.12+) hashes in one call, cheaper than
+ * createHash().update().digest() for a token (docs/benchmarks.md,
+ * "Measurements behind design choices"); it runs on every authenticated request.
  */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 export const sha256: (value: string) => string = oneShot
@@ -41,10 +42,11 @@ export const sha256: (value: string) => string = oneShot
   : (value) => createHash('sha256').update(value, 'utf8').digest('hex');
 
 /**
- * `bytes` random bytes from the CSPRNG, as hex or base64url text. One randomBytes() call costs
- * about 3 µs whatever its size (OpenSSL's per-call overhead), as much as the rest of issuing a
- * token, so bytes are drawn 4 KiB at a time, as Node does for randomUUID(). Bytes once handed
- * out are zeroed in the pool, so a token does not linger in it.
+ * `bytes` random bytes from the CSPRNG, as hex or base64url text. A randomBytes() call costs the
+ * same whatever its size (OpenSSL's per-call overhead), as much as the rest of issuing a token
+ * (docs/benchmarks.md, "Measurements behind design choices"), so bytes are drawn 4 KiB at a time,
+ * as Node does for randomUUID(). Bytes once handed out are zeroed in the pool, so a token does not
+ * linger in it.
  */
 const pool = Buffer.alloc(4096);
 let drawn = pool.length;

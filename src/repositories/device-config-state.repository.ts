@@ -35,7 +35,7 @@ export function createDeviceConfigStateRepository(db: Queryable) {
     },
     /**
      * What each of a product's devices holds, in one read (a fan-out or the rollout status): the
-     * hashes and states only, since at 10,000 devices the values and times would be most of it.
+     * hashes and states only, since on a large fleet the values and times would be most of it.
      */
     async heldByProduct(productId: number): Promise<Map<string, Map<string, HeldHash>>> {
       return byDevice(await db.query<HashRow>(

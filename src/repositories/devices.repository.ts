@@ -164,7 +164,7 @@ export function createDevicesRepository(db: Queryable) {
      * the product's counter when nothing filters the list, so that a page costs the same for
      * 1,000 devices as for 100,000; a filtered list is counted. Owners' names are not joined: the
      * device service remembers customers' e-mails, and a join made PostgreSQL's work on a page
-     * a third larger (docs/benchmarks.md).
+     * larger (docs/benchmarks.md, "Measurements behind design choices").
      */
     async listByProduct(productId: number, f: FleetQuery): Promise<{ devices: ListedDevice[]; total: number }> {
       const where = ['d.product_id = $1'];

@@ -5,7 +5,10 @@ export interface MfaChallenge {
   purpose: 'login' | 'enroll';
   userId: string;
   clientId: string | null;
-  /** What the login asked for, restored by the OTP step (reference §1, "store them with the mfa_token"). */
+  /**
+   * What the login asked for, restored by the OTP step, which sends neither lifetime nor scope
+   * (docs/particle-compatibility.md#multi-factor-login).
+   */
   request: { expiresIn?: string; expiresAt?: string; scope?: string };
   pendingSecret: string | null;
   attempts: number;

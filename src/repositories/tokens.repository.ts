@@ -75,8 +75,8 @@ export function createTokensRepository(db: Db) {
   // Token issuance is the hot write path: inserts share one statement (storage/batcher.ts), a
   // data-modifying WITH for the token tables and the batch's audit events, so that it is atomic
   // without a transaction's extra round trips and a token costs one flush; one array per column
-  // (unnest), which the embedded store runs about a third faster than a VALUES list with a
-  // parameter per cell.
+  // (unnest), which the embedded store runs faster than a VALUES list with a parameter per cell
+  // (docs/benchmarks.md, "Measurements behind design choices").
   const batcher = createBatcher<Pending>(async (items) => {
     const access = items.map((i) => i.access);
     const subjects = access.map((a) => subjectColumns(a.subject));

@@ -4,12 +4,12 @@ import { afterCommit, type Queryable } from '../storage/db.js';
 import type { UserRecord, UsersRepository } from './users.repository.js';
 
 /**
- * The users repository with reads by id served from memory: every authenticated user request
- * reads its account (GET /v1/user, product team checks), and the embedded store does about
- * 2,000 statements a second. Every write through this object drops the entry once it has
- * committed (after its transaction's COMMIT when it is part of one), and a read that raced a
- * write is not kept, so the old row is not served after the change. Other nodes see a change
- * within `ttlMs`.
+ * The users repository with reads by id served from memory: every authenticated user request reads
+ * its account (GET /v1/user, product team checks), and the embedded store runs its statements one
+ * at a time on one connection (docs/benchmarks.md, "Measurements behind design choices"). Every
+ * write through this object drops the entry once it has committed (after its transaction's COMMIT
+ * when it is part of one), and a read that raced a write is not kept, so the old row is not served
+ * after the change. Other nodes see a change within `ttlMs`.
  */
 export function cacheUsers(repo: UsersRepository, clock: Clock, ttlMs = 30_000): UsersRepository & { forget(id: string): void } {
   const cache = new TtlCache<UserRecord>(clock, ttlMs);

@@ -1,9 +1,9 @@
 /**
- * Firmware-side configuration modules (SPEC.md §4.7; docs/sdk.md, "Configuration"): a module is a
- * name and a binding per key. Numbers are bound to a property of an object (a direct binding:
- * the value changes silently), booleans, strings and string enumerations to a getter and a
- * setter (the setter is how the application hears of a change). Objects nest, as the geofence
- * zones of the tracker schema do.
+ * Firmware-side configuration modules (docs/particle-compatibility.md#configuration-on-the-device;
+ * docs/sdk.md, "Configuration modules"): a module is a name and a binding per key. Numbers are
+ * bound to a property of an object (a direct binding: the value changes silently), booleans,
+ * strings and string enumerations to a getter and a setter (the setter is how the application hears
+ * of a change). Objects nest, as the geofence zones of the tracker schema do.
  *
  * A module arriving from the cloud is checked whole before any of it is applied, so a refused
  * module leaves every binding as it was. Keys the device does not bind are ignored: the cloud

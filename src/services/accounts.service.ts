@@ -9,7 +9,7 @@ import type { AuditService } from './audit.service.js';
 import type { TokenService } from './tokens.service.js';
 import type { ClientService } from './clients.service.js';
 
-/** GET /v1/user (reference §10). */
+/** GET /v1/user (docs/particle-compatibility.md#user-accounts). */
 export interface UserProfile {
   username: string;
   subscription_ids: string[];

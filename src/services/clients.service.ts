@@ -11,9 +11,10 @@ import type { AuditService } from './audit.service.js';
 import type { TokenService } from './tokens.service.js';
 
 /**
- * The public clients that Particle's own tools send for the password grant (reference §1).
- * Their secrets are published, so they authenticate nothing: they may only log a person in
- * with a password (and the MFA steps after it), never use client_credentials.
+ * The public clients that Particle's own tools send for the password grant
+ * (docs/particle-compatibility.md#public-clients). Their secrets are published, so they
+ * authenticate nothing: they may only log a person in with a password (and the MFA steps after
+ * it), never use client_credentials.
  */
 export const PUBLIC_CLIENTS: ReadonlyArray<{ id: string; secret: string; tool: string }> = [
   { id: 'particle-api', secret: 'particle-api', tool: 'particle-api-js' },
@@ -82,7 +83,8 @@ export function createClientService(deps: {
     /**
      * Client authentication for the token, introspection and revocation endpoints (RFC 6749
      * §2.3.1). Failures count towards the client's and the address's lock-out.
-     * `allowMissingSecret` admits a web client by its ID alone (customer creation, SPEC.md §4.2).
+     * `allowMissingSecret` admits a web client by its ID alone (customer creation,
+     * docs/particle-compatibility.md#customers).
      */
     async authenticate(id: string | undefined, secret: string | undefined, ip: string, options: { allowMissingSecret?: boolean } = {}): Promise<AuthenticatedClient> {
       if (id === undefined || id === '') throw new DomainError('invalid_client', 'Invalid or missing client_id parameter');

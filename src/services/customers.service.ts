@@ -23,9 +23,9 @@ export interface NewCustomerBody {
 }
 
 /**
- * Product customers (SPEC.md §2.3, §4.2, §5.5): created by the product's client with client
- * credentials only; a password for simple authentication, or `no_password=true` for a shadow
- * customer of the two-legged design. Also the token endpoint's CustomerDirectory.
+ * Product customers (docs/particle-compatibility.md#customers): created by the product's client
+ * with client credentials only; a password for simple authentication, or `no_password=true` for
+ * a shadow customer of the two-legged design. Also the token endpoint's CustomerDirectory.
  */
 export function createCustomerService(deps: {
   db: Db;

@@ -15,8 +15,9 @@ function checkName(kind: 'function' | 'variable', name: string): void {
 }
 
 /**
- * What applications ask of a connected device (reference §6; docs/device-protocol.md): function
- * calls, variable reads, ping and signal. Which device a token reaches is decided before
+ * What applications ask of a connected device: function calls, variable reads, ping and signal
+ * (docs/particle-compatibility.md#function-calls-variables-signal-and-ping; the messages are in
+ * docs/device-protocol.md). Which device a token reaches is decided before
  * (services/devices/access.ts: mustReach / inProduct); this only talks to the bus.
  */
 export function createDeviceCallService(deps: { bus: Bus; callTimeoutSeconds: number }) {

@@ -27,10 +27,10 @@ function withPrefix(prefix: string | undefined, filter: EventFilter): EventFilte
 }
 
 /**
- * Events (reference §9): applications publish through the API, devices through the gateway; both
- * go on the bus. A stream sees the events of its scope: "mine" (the caller's devices and what the
- * caller published), one device, or one product's fleet. Which devices a token reaches is
- * decided before, as for every device route.
+ * Events (docs/particle-compatibility.md#events): applications publish through the API, devices
+ * through the gateway; both go on the bus. A stream sees the events of its scope: "mine" (the
+ * caller's devices and what the caller published), one device, or one product's fleet. Which
+ * devices a token reaches is decided before, as for every device route.
  */
 export function createEventService(deps: { bus: Bus; clock: Clock }) {
   return {
@@ -45,7 +45,8 @@ export function createEventService(deps: { bus: Bus; clock: Clock }) {
         ttl = Number(body.ttl);
         if (!Number.isInteger(ttl) || ttl < 0 || ttl > 16_777_215) throw new DomainError('invalid_request', 'ttl must be a whole number of seconds');
       }
-      // Particle treats a missing, empty or "false" private as public (reference §9).
+      // Particle treats a missing, empty or "false" private as public
+      // (docs/particle-compatibility.md#events).
       const isPrivate = body.private === true || body.private === 'true';
       const s = auth.subject;
       const productId = product ? product.id : s.kind === 'product' ? Number(s.productId) : null;

@@ -32,9 +32,10 @@ export function mayCompleteLogin(challengeClientId: string | null, clientId: str
 }
 
 /**
- * Multi-factor authentication with TOTP (SPEC.md §2.2, §5.4): enrol with a secret and a first
- * code, keep ten single-use recovery codes (shown once), and complete password logins with the
- * `urn:custom:mfa-otp` or `urn:custom:recovery-code` grant.
+ * Multi-factor authentication with TOTP (RFC 6238): enrol with a secret and a first code, keep
+ * ten single-use recovery codes (shown once), and complete password logins with the
+ * `urn:custom:mfa-otp` or `urn:custom:recovery-code` grant
+ * (docs/particle-compatibility.md#multi-factor-login).
  */
 export function createMfaService(deps: {
   db: Db;

@@ -15,7 +15,7 @@ import type { DevicesRepository } from '../repositories/devices.repository.js';
 import type { AuditService } from './audit.service.js';
 import { accountOf } from './audit-account.js';
 
-/** The product as the API shows it (reference §7). */
+/** The product as the API shows it (docs/particle-compatibility.md#products-and-fleets). */
 export interface ProductView {
   id: number;
   platform_id: number;

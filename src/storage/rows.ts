@@ -1,8 +1,9 @@
 /**
  * Row builders by column list, each compiled once (as pg's own result builder and Fastify's
- * serializer are): an object literal of fixed shape is made faster than one grown key by key,
- * and a fleet page has 25 rows of 18 columns. Column names go in as JSON strings, so no name
- * can inject code; a later column of the same name wins, as in pg.
+ * serializer are): an object literal of fixed shape is made faster than one grown key by key
+ * (docs/benchmarks.md, "Measurements behind design choices"), and a fleet page has 25 rows of 18
+ * columns. Column names go in as JSON strings, so no name can inject code; a later column of the
+ * same name wins, as in pg.
  */
 export type ParsingMakeRow = (values: Array<string | null>, parsers: Array<(text: string) => unknown>) => Record<string, unknown>;
 export type MakeRow = (values: unknown[]) => Record<string, unknown>;

@@ -8,7 +8,7 @@ const CLIENT = { client_id: 'skyport-cli', client_secret: 'skyport-cli' };
 
 interface TokenAnswer { access_token: string; expires_in: number; expires_at?: string | null }
 
-/** The password grant, then the OTP step when the account has MFA on (docs/api.md, "Tokens"). */
+/** The password grant, then the OTP step when the account has MFA on (docs/api.md, "OAuth"). */
 export async function passwordLogin(api: Api, username: string, secret: string, extra: Record<string, string> = {}): Promise<TokenAnswer> {
   try {
     return await api.request<TokenAnswer>('POST', '/oauth/token', { anonymous: true, form: { grant_type: 'password', username, password: secret, ...CLIENT, ...extra } });

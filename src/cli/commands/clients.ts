@@ -8,8 +8,9 @@ interface Client { id: string; name: string; type: 'installed' | 'web'; scope: s
 
 /**
  * The console's kinds of product client, as the API's values (docs/api.md, "OAuth clients";
- * SPEC.md §2.1 and §5): Simple Auth mobile app = installed + customers:create; Simple Auth web
- * app = web + redirect URI + customers:create; Two-Legged server = installed, no scope.
+ * docs/particle-compatibility.md#the-three-console-kinds): Simple Auth mobile app = installed +
+ * customers:create; Simple Auth web app = web + redirect URI + customers:create; Two-Legged
+ * server = installed, no scope.
  */
 const KINDS = {
   'simple-mobile': { type: 'installed', scope: 'customers:create', redirect: false },

@@ -1,9 +1,10 @@
 /**
- * The default configuration schema of a tracker product (SPEC.md §2.6, §9): the modules and keys
- * of reference/tracker-configuration.md §1, in display order (a module's position in
- * `properties` is its tab, a key's position its row), with types, bounds, defaults, titles and
- * descriptions. The version is the tag at the end of `$id`, as in Particle's schemas; a newer
- * default ships as a new version and never changes a product's custom schema.
+ * The default configuration schema of a tracker product
+ * (docs/particle-compatibility.md#the-default-schema): the modules and keys of Particle's Tracker
+ * Edge schema, in display order (a module's position in `properties` is its tab, a key's position
+ * its row), with types, bounds, defaults, titles and descriptions. The version is the tag at the
+ * end of `$id`, as in Particle's schemas; a newer default ships as a new version and never changes
+ * a product's custom schema.
  */
 
 export const DEFAULT_SCHEMA_VERSION = 19;

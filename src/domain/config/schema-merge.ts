@@ -3,11 +3,11 @@ import { checkSchema, configAjv, type Violation } from './schema-rules.js';
 
 /**
  * A three-way merge of a product's custom configuration schema with a newer default schema
- * (`skyport schema merge`). A custom schema replaces the default whole (SPEC.md §2.6), so when
- * Skyport ships a new default (v19 → v20) a product on a custom schema keeps the old keys until
- * someone carries the new default's changes over; this does it the way a version control merge
- * does: `base` is the default the custom schema was derived from, `theirs` the new default and
- * `ours` the custom schema.
+ * (`skyport schema merge`). A custom schema replaces the default whole
+ * (docs/particle-compatibility.md#custom-schemas), so when Skyport ships a new default (v19 → v20)
+ * a product on a custom schema keeps the old keys until someone carries the new default's changes
+ * over; this does it the way a version control merge does: `base` is the default the custom schema
+ * was derived from, `theirs` the new default and `ours` the custom schema.
  *
  * - Objects are merged key by key. A value changed on one side only is taken from that side; one
  *   changed identically on both is taken; one changed differently is a conflict, and the result

@@ -2,10 +2,10 @@ import { Ajv } from 'ajv';
 import { defaultSchema } from './default-schema.js';
 
 /**
- * What a product's configuration schema must be before it is stored (SPEC.md §2.6; reference
- * tracker-configuration §4, "Documented errors"): a draft-07 JSON Schema without `pattern` or
- * `patternProperties` and without remote `$ref`; `additionalProperties: false` at the top;
- * `deviceLevelOnly` a boolean on modules; `minimumFirmwareVersion`/`maximumFirmwareVersion`
+ * What a product's configuration schema must be before it is stored
+ * (docs/particle-compatibility.md#schema-keyword-restrictions): a draft-07 JSON Schema without
+ * `pattern` or `patternProperties` and without remote `$ref`; `additionalProperties: false` at the
+ * top; `deviceLevelOnly` a boolean on modules; `minimumFirmwareVersion`/`maximumFirmwareVersion`
  * integers; and every module and key of the default schema still there, because a custom schema
  * replaces the default whole (it is never merged).
  */
@@ -93,7 +93,8 @@ export function checkSchema(candidate: unknown, ajv: Ajv = configAjv(), base: Re
     }
   }
 
-  // A custom schema contains the default plus additions (SPEC.md §2.6).
+  // A custom schema contains the default plus additions
+  // (docs/particle-compatibility.md#custom-schemas).
   const missing = keyPaths(base).filter((p) => at(candidate, p) === undefined);
   for (const p of missing) {
     violations.push({ path: pointer(p.flatMap((n) => ['properties', n])), message: `${p.join('.')} of the default schema is missing`, params: { missing: p.join('.') } });

@@ -2,10 +2,10 @@ import type { Ajv } from 'ajv';
 import type { Violation } from './schema-rules.js';
 
 /**
- * Configuration values against a schema (SPEC.md §2.5, §3.2; DESIGN.md, "Decisions already
- * taken"): defaults, validation of fleet and device writes, the effective configuration of a
- * device with the source of each module, and the size of what one device message carries.
- * Pure functions: storage and delivery are elsewhere.
+ * Configuration values against a schema (docs/particle-compatibility.md#product-configuration):
+ * defaults, validation of fleet and device writes, the effective configuration of a device with
+ * the source of each module, and the size of what one device message carries. Pure functions:
+ * storage and delivery are elsewhere.
  */
 
 type Json = Record<string, unknown>;
@@ -111,10 +111,14 @@ export interface EffectiveInput {
   device: Values;
   /**
    * Whether the device's own values of fleet modules win: while it is a development device, and
-   * after it returns to regular mode until the next fleet change (SPEC.md §3.2).
+   * after it returns to regular mode until the next fleet change
+   * (docs/particle-compatibility.md#effective-configuration).
    */
   deviceValuesWin: boolean;
-  /** The device's product firmware version, when it reported one (SPEC.md §2.6). */
+  /**
+   * The device's product firmware version, when it reported one
+   * (docs/particle-compatibility.md#firmware-ranges).
+   */
   firmwareVersion?: number | null;
 }
 
