@@ -144,7 +144,8 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
     provisioning: createProvisioning({ db, repo: devicesRepo, audit, secrets, clock, views: deviceViews }),
     membership: createFleetMembership({ db, repo: devicesRepo, products: productsRepo, access: deviceAccess, audit }),
     ownership: createOwnership({ db, repo: devicesRepo, products: productsRepo, access: deviceAccess, audit }),
-    edits: createDeviceEdits({ repo: devicesRepo, clock }),
+    // Its configuration is delivered again once it is a development device (config is wired below).
+    edits: createDeviceEdits({ repo: devicesRepo, clock, becameDevelopment: (productId, id) => config.delivery.deviceChanged(productId, id) }),
   };
   const deviceAuth = createDeviceAuthenticator({ db, repo: devicesRepo, secrets });
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });

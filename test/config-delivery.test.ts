@@ -128,3 +128,32 @@ test('a schema change reaches connected devices at once: a new module and new de
     await dev.client.endAsync();
   }
 });
+
+test('a connected device that becomes a development device takes its own values at once', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const who = await provision(server.url, token, product.id);
+  const device = `${server.url}/v1/products/${product.id}/devices/${who.id}`;
+  const config = `${server.url}/v1/products/${product.id}/config`;
+  const held: Holdings = new Map();
+  const dev = await configDevice(who, held);
+  try {
+    await eventually(() => (held.size === 9 ? true : undefined));
+    // Own values of a fleet module, written while a development device; then back to regular,
+    // and a fleet write: the fleet's value wins again.
+    assert.equal((await raw(device, { method: 'PUT', token, json: { development: true } })).status, 200);
+    assert.equal((await raw(`${config}/${who.id}`, { method: 'PUT', token, json: { rgb: { type: 'tracker' } } })).status, 200);
+    assert.equal((await raw(device, { method: 'PUT', token, json: { development: false } })).status, 200);
+    assert.equal((await raw(config, { method: 'PUT', token, json: { rgb: { type: 'off' } } })).status, 200);
+    await eventually(() => (held.get('rgb')?.value.type === 'off' ? true : undefined));
+
+    // A development device again: its own value wins, and reaches it without a reconnect.
+    assert.equal((await raw(device, { method: 'PUT', token, json: { development: true } })).status, 200);
+    await eventually(() => (held.get('rgb')?.value.type === 'tracker' ? true : undefined));
+    const status = (await raw(`${config}/${who.id}`, { token })).json as Json;
+    assert.equal(status.sources.rgb, 'device');
+    assert.deepEqual(status.configuration.pending, {});
+  } finally {
+    await dev.client.endAsync();
+  }
+});

@@ -151,6 +151,12 @@ export function createConfigDelivery(deps: {
     }
   }
 
+  /** A write of one device's own values has committed: the device takes it now if connected; resolves with each module's outcome. */
+  function deviceWriteCommitted(productId: number, deviceId: string): Promise<ModuleResult[]> {
+    ledger.deviceWritten(deviceId);
+    return turns.run(deviceId, () => syncNow(productId, deviceId));
+  }
+
   return {
     /**
      * A write that concerns the product's whole fleet (its values, its schema) has committed: the
@@ -162,10 +168,14 @@ export function createConfigDelivery(deps: {
       return fanOut(productId).catch((err) => deps.log().warn({ err, product: productId }, 'configuration fan-out failed'));
     },
 
-    /** A write of one device's own values has committed: the device takes it now if connected; resolves with each module's outcome. */
-    deviceWriteCommitted(productId: number, deviceId: string): Promise<ModuleResult[]> {
-      ledger.deviceWritten(deviceId);
-      return turns.run(deviceId, () => syncNow(productId, deviceId));
+    deviceWriteCommitted,
+
+    /**
+     * What a device's configuration depends on changed outside a configuration write (it became a
+     * development device, so its own values win): it takes what follows, in the background.
+     */
+    deviceChanged(productId: number, deviceId: string): void {
+      deviceWriteCommitted(productId, deviceId).catch((err) => deps.log().warn({ err, device: deviceId }, 'configuration delivery failed'));
     },
 
     /**

@@ -7,7 +7,11 @@ import { permissionDenied } from './access.js';
 export interface DeviceChangeBody { name?: unknown; notes?: unknown; development?: unknown; desired_firmware_version?: unknown }
 
 /** A device record's own fields: name and notes (any route), development mode and firmware lock (product routes only). */
-export function createDeviceEdits(deps: { repo: Pick<DevicesRepository, 'update'>; clock: Clock }) {
+export function createDeviceEdits(deps: {
+  repo: Pick<DevicesRepository, 'update'>; clock: Clock;
+  /** A device became a development device: its own values now win, and its configuration may change. */
+  becameDevelopment?: (productId: number, deviceId: string) => void;
+}) {
   return {
     async update(d: DeviceRecord, body: DeviceChangeBody, productRoute: boolean): Promise<Record<string, unknown>> {
       const change: { name?: string; notes?: string | null; development?: boolean; desiredFirmwareVersion?: number | null } = {};
@@ -26,6 +30,7 @@ export function createDeviceEdits(deps: { repo: Pick<DevicesRepository, 'update'
       if (Object.keys(change).length === 0) throw new DomainError('invalid_request', productRoute ? 'Nothing to change: send name, notes, development or desired_firmware_version' : 'Nothing to change: send name or notes');
       const updated = await deps.repo.update(d.id, change, deps.clock.now());
       if (!updated) throw permissionDenied();
+      if (change.development === true && !d.development && updated.productId !== null) deps.becameDevelopment?.(updated.productId, updated.id);
       // The answer names what changed, as Particle's does.
       const out: Record<string, unknown> = { id: updated.id, updated_at: updated.updatedAt.toISOString() };
       if (change.name !== undefined) out.name = updated.name;
