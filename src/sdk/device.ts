@@ -2,8 +2,8 @@ import { EventEmitter } from 'node:events';
 import mqtt from 'mqtt';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { refusal } from './errors.js';
-import { apply, check, ConfigStatus, read, type Bindings } from './config.js';
-import { loadModule, saveModule } from './config-store.js';
+import type { Bindings } from './config.js';
+import { ConfigModules } from './config-modules.js';
 import { answerCall, answerGet, type FunctionHandler, type Reply, type Variable, type VariableGetter, type VariableType } from './replies.js';
 import { topicMatches } from '../domain/device-protocol.js';
 
@@ -46,7 +46,6 @@ export interface DeviceOptions {
   configDir?: string;
 }
 
-interface ConfigModule { bindings: Bindings; hash: string | null }
 
 type Waiter = (err?: Error) => void;
 interface PendingClaim { resolve: () => void; reject: (err: Error) => void; timer: NodeJS.Timeout }
@@ -66,7 +65,7 @@ export class Device extends EventEmitter {
   private readonly variables = new Map<string, Variable>();
   private readonly subscriptions: Array<{ filter: string; handler: (e: DeviceEventMessage) => void }> = [];
   private readonly claims: PendingClaim[] = [];
-  private readonly modules = new Map<string, ConfigModule>();
+  private readonly modules: ConfigModules;
   /** Configuration messages are handled one at a time, in order: each ends with a save. */
   private configQueue: Promise<void> = Promise.resolve();
   private readonly waiters = new Set<Waiter>();
@@ -81,6 +80,7 @@ export class Device extends EventEmitter {
     this.id = options.id.toLowerCase();
     // An 'error' without a listener would throw; a device keeps running and reconnects instead.
     this.on('error', () => undefined);
+    this.modules = new ConfigModules(options.configDir, (err) => this.emit('error', err));
   }
 
   get connected(): boolean {
@@ -107,23 +107,13 @@ export class Device extends EventEmitter {
    * 1-64 letters, digits or underscores, each registered once.
    */
   async configModule(name: string, bindings: Bindings): Promise<void> {
-    if (!/^[A-Za-z0-9_]{1,64}$/.test(name)) throw new Error(`configuration module names are 1-64 letters, digits or underscores, not ${JSON.stringify(name)}`);
-    if (this.modules.has(name)) throw new Error(`configuration module ${name} is already registered`);
-    const module: ConfigModule = { bindings, hash: null };
-    this.modules.set(name, module);
-    const dir = this.options.configDir;
-    const saved = dir ? await loadModule(dir, name).catch((err: Error) => { this.emit('error', err); return null; }) : null;
-    if (saved && check(bindings, saved.value) === ConfigStatus.ok) {
-      apply(bindings, saved.value);
-      module.hash = saved.hash;
-    }
+    await this.modules.register(name, bindings);
     this.reportConfig();
   }
 
   /** A registered module's current value, as the cloud stores it. */
   configValue(name: string): Record<string, unknown> | undefined {
-    const module = this.modules.get(name);
-    return module ? read(module.bindings) : undefined;
+    return this.modules.value(name);
   }
 
   /**
@@ -266,7 +256,7 @@ export class Device extends EventEmitter {
       const granted = await client.subscribeAsync(`devices/${this.id}/cloud/#`, { qos: 1 });
       if (granted.some((g) => g.qos >= 0x80)) throw new Error(`the cloud refused the subscription to devices/${this.id}/cloud/#`);
       await client.publishAsync(`devices/${this.id}/hello`, this.helloPayload(), { qos: 1 });
-      if (this.modules.size > 0) await client.publishAsync(`devices/${this.id}/config/hello`, this.configHelloPayload(), { qos: 1 });
+      if (this.modules.size > 0) await client.publishAsync(`devices/${this.id}/config/hello`, this.modules.helloPayload(), { qos: 1 });
       if (this.client !== client) return;
       this.onlineSince = Date.now();
       this.setOnline(true);
@@ -310,34 +300,14 @@ export class Device extends EventEmitter {
     if (this.client && this.online) this.client.publish(`devices/${this.id}/hello`, this.helloPayload(), { qos: 1 });
   }
 
-  /** "Configuration": the hash of each module the device holds; ones never received are left out. */
-  private configHelloPayload(): string {
-    const modules: Record<string, string> = {};
-    for (const [name, m] of this.modules) if (m.hash !== null) modules[name] = m.hash;
-    return JSON.stringify({ modules });
-  }
-
   private reportConfig(): void {
-    if (this.client && this.online) this.client.publish(`devices/${this.id}/config/hello`, this.configHelloPayload(), { qos: 1 });
+    if (this.client && this.online) this.client.publish(`devices/${this.id}/config/hello`, this.modules.helloPayload(), { qos: 1 });
   }
 
   /** Applies one module from the cloud, saves it, and answers with its status. */
   private async configure(client: mqtt.MqttClient, body: Record<string, unknown>): Promise<void> {
-    const name = String(body.module);
-    const module = this.modules.get(name);
-    let status: number = module ? check(module.bindings, body.value) : ConfigStatus.unknownModule;
-    if (module && status === ConfigStatus.ok && typeof body.hash !== 'string') status = ConfigStatus.invalid;
-    if (module && status === ConfigStatus.ok) {
-      const value = body.value as Record<string, unknown>;
-      apply(module.bindings, value);
-      module.hash = body.hash as string;
-      if (this.options.configDir) {
-        // Unsaved, the module is still applied; after a restart the old hash brings it again.
-        await saveModule(this.options.configDir, name, { version: 1, hash: module.hash, value: read(module.bindings) })
-          .catch((err: Error) => this.emit('error', err));
-      }
-      this.emit('config', name, value);
-    }
+    const { status, applied } = await this.modules.receive(body);
+    if (applied) this.emit('config', applied.name, applied.value);
     client.publish(`devices/${this.id}/config/ack`, JSON.stringify({ id: body.id, status }), { qos: 1 });
   }
 
