@@ -5,7 +5,7 @@ import { particle } from './helpers/particle.js';
 import { raw } from './helpers/http.js';
 import { PASSWORD, signUp } from './helpers/fixtures.js';
 
-// Access tokens on resource routes and /v1/access_tokens (reference §2).
+// Access tokens on resource routes and /v1/access_tokens (docs/particle-compatibility.md#access-tokens-on-api-routes).
 
 const clock = manualClock(new Date());
 let server: TestServer;

@@ -5,7 +5,7 @@ import { particle } from './helpers/particle.js';
 import { raw } from './helpers/http.js';
 import { PASSWORD, rejection, signUp } from './helpers/fixtures.js';
 
-// Accounts end to end: sign-up, the profile, PUT /v1/user, deletion, closed sign-up (reference §10).
+// Accounts end to end: sign-up, the profile, PUT /v1/user, deletion, closed sign-up (docs/particle-compatibility.md#user-accounts).
 
 let server: TestServer;
 before(async () => { server = await startTestServer(); });

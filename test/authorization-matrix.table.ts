@@ -1,6 +1,6 @@
 /**
  * The authorization matrix: for every route of the API and every kind of credential, what the
- * answer must be. Written by hand from the rules (docs/api.md, SPEC.md), never from what the
+ * answer must be. Written by hand from the rules (docs/api.md, docs/security.md), never from what the
  * server answers: test/authorization-matrix.test.ts fires every cell against a real server, and
  * scripts/gen-matrix.ts writes this table into docs/security.md.
  */

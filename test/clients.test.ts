@@ -5,7 +5,7 @@ import { particle } from './helpers/particle.js';
 import { raw } from './helpers/http.js';
 import { PASSWORD, rejection, signUp } from './helpers/fixtures.js';
 
-// A user's OAuth clients through particle-api-js (reference §3).
+// A user's OAuth clients through particle-api-js (docs/particle-compatibility.md#oauth-clients).
 
 let server: TestServer;
 before(async () => { server = await startTestServer(); });

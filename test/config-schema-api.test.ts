@@ -6,7 +6,7 @@ import { engineSchema, newProduct, signUp } from './helpers/fixtures.js';
 import { provision } from './helpers/device.js';
 import { defaultSchema } from '../src/domain/config/default-schema.js';
 
-/** The product configuration schema over the API (SPEC.md §4.5): read, replace whole, restore. */
+/** The product configuration schema over the API (docs/particle-compatibility.md#schema-or-values, #restoring-the-default-schema): read, replace whole, restore. */
 const SCHEMA = 'application/schema+json';
 let server: TestServer;
 before(async () => { server = await startTestServer(); });

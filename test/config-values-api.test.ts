@@ -8,8 +8,8 @@ import { defaultSchema } from '../src/domain/config/default-schema.js';
 import { schemaDefaults } from '../src/domain/config/values.js';
 
 /**
- * Configuration values over the API with particle-api-js (SPEC.md §4.6), and the state machine of
- * SPEC.md §3.2 one transition at a time, read through the device's effective configuration.
+ * Configuration values over the API with particle-api-js (docs/particle-compatibility.md#writing-values),
+ * and the development-device rules (#development-devices) one transition at a time, read through the device's effective configuration.
  */
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 let server: TestServer;
@@ -54,7 +54,7 @@ test('fleet values: read, replace whole, refuse with pointers, reset with an emp
   assert.deepEqual(reset.json.configuration.rgb, DEFAULTS.rgb);
 });
 
-test('SPEC.md §3.2, transition by transition', async () => {
+test('the development-device rules, transition by transition', async () => {
   const { api, token, product, device, effective, setDev } = await setup();
   const put = (config: Json) => raw(`${server.url}/v1/products/${product.id}/config/${device.id}`, { method: 'PUT', token, json: config });
   const rgb = async () => (await effective()).configuration.pending.rgb.type;

@@ -32,7 +32,7 @@ test('writes: JSON pointers to bad values; scope rules for fleet, regular and de
   assert.deepEqual(validateValues(schema, [1], fleet, ajv).map((v) => v.path), ['']);
 });
 
-test('the effective configuration follows SPEC.md §3.2, module by module, with each source', () => {
+test('the effective configuration, module by module, with each source (docs/particle-compatibility.md#effective-configuration)', () => {
   const fleet = { rgb: { type: 'off' }, geofence: { interval: 9 } };
   const device = { rgb: { type: 'tracker' }, geofence: { interval: 60, zone2: { enable: true } } };
   // Regular device: fleet modules from the fleet, device-level-only ones from the device.

@@ -12,7 +12,7 @@ import { runTwoLeggedServer } from '../examples/two-legged-server/demo.js';
 import { NotLoggedIn as ServerNotLoggedIn } from '../examples/two-legged-server/server.js';
 
 /**
- * The three customer designs of docs/guides/ (SPEC.md §5), each example run end to end against a
+ * The three customer designs of docs/guides/, each example run end to end against a
  * real server with SDK devices. Every outcome the example reports is checked again here against
  * the API itself, so a design that leaks (a refused caller who gets through, a device claimed
  * where it must not be, a token that does not renew) fails.

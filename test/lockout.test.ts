@@ -5,7 +5,7 @@ import { basic, raw, type RawResponse } from './helpers/http.js';
 
 /**
  * Failed logins and client authentications are limited per account, per client and per source
- * address (reference §11; settings LOGIN_MAX_FAILURES, LOGIN_LOCKOUT_SECONDS, IP_MAX_FAILURES,
+ * address (docs/particle-compatibility.md#failed-attempts-and-rate-limits; settings LOGIN_MAX_FAILURES, LOGIN_LOCKOUT_SECONDS, IP_MAX_FAILURES,
  * IP_FAILURE_WINDOW_SECONDS). Time moves with a manual clock, never by sleeping.
  */
 

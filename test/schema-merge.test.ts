@@ -35,7 +35,7 @@ const engine = () => ({
   },
 });
 
-/** The engine example of SPEC.md on v19, with the LED default changed too. */
+/** The engine example of Particle's tracker documentation on v19, with the LED default changed too. */
 function custom(): Json {
   const s = v19();
   s.properties.engine = engine();

@@ -44,7 +44,7 @@ export async function enableMfa(url: string, token: string): Promise<string> {
 }
 
 /**
- * The custom schema example of SPEC.md: the default schema plus an `engine` module with an idle
+ * The custom schema example of Particle's tracker documentation (docs/particle-compatibility.md#custom-schemas): the default schema plus an `engine` module with an idle
  * speed and a publish period in milliseconds (and `extra` settings for a test's own needs).
  */
 export function engineSchema(extra: Record<string, unknown> = {}): Json {
