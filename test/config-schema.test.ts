@@ -6,7 +6,7 @@ import { checkSchema, configAjv } from '../src/domain/config/schema-rules.js';
 /** The default tracker schema and the rules a product's custom schema must follow (docs/particle-compatibility.md#schema-keyword-restrictions). */
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-test('the default schema: version 19 or later, the modules of Particle's tracker schema in display order, geofence per device', () => {
+test('the default schema: version 19 or later, the modules of Particle\'s tracker schema in display order, geofence per device', () => {
   const s = defaultSchema() as Json;
   assert.ok(DEFAULT_SCHEMA_VERSION >= 19);
   assert.equal(schemaVersion(s), DEFAULT_SCHEMA_VERSION);
@@ -32,7 +32,7 @@ test('the default schema: version 19 or later, the modules of Particle's tracker
   assert.notEqual(defaultSchema(), defaultSchema(), 'a fresh copy each time');
 });
 
-test('a custom schema: the default plus a module is accepted (the engine example of Particle's tracker documentation)', () => {
+test('a custom schema: the default plus a module is accepted (the engine example of Particle\'s tracker documentation)', () => {
   const s = defaultSchema() as Json;
   s.properties.engine = {
     $id: '#/properties/engine', type: 'object', title: 'Engine', description: 'CAN demo engine settings', default: {},

@@ -17,7 +17,7 @@ async function team() {
   return { ...account, product: await newProduct(server.url, account.token, 'Fleet') };
 }
 
-test('provision with particle-api-js; the secret is shown once; device records carry Particle's device fields', async () => {
+test('provision with particle-api-js; the secret is shown once; device records carry Particle\'s device fields', async () => {
   const { api, token, product } = await team();
   const made = await api.provisionDevice({ productId: product.id, auth: token });
   assert.equal(made.statusCode, 201);
