@@ -10,6 +10,8 @@ export type EmbeddedRequest =
   | { id: number; op: 'begin' }
   /** Commits or rolls back; answers whether it committed. */
   | { id: number; op: 'end'; tx: number; commit: boolean }
+  /** Answers the whole data directory as a tarball (PGlite's dumpDataDir), for a `template`. */
+  | { id: number; op: 'dump' }
   | { id: number; op: 'close' };
 
 export interface EmbeddedError { message: string; code?: string; detail?: string; constraint?: string; table?: string; column?: string; severity?: string }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import type { EmbeddedError, EmbeddedReply, EmbeddedRequest, EmbeddedWarning } from './embedded-protocol.js';
@@ -12,7 +13,9 @@ import { readResult, scriptMessage, startsParsed, withoutParse, type StatementRe
 const port = parentPort;
 if (!port) throw new Error('embedded-worker.ts runs as a worker thread of embedded.ts');
 
-const db = new PGlite((workerData as { dataDir?: string }).dataDir);
+const { dataDir, template } = workerData as { dataDir?: string; template?: string };
+/** A fresh store starts from the template's tarball when there is one: no initdb, no migrations. */
+const db = new PGlite({ dataDir, ...(template === undefined ? {} : { loadDataDir: new Blob([readFileSync(template)]) }) });
 
 /** Hands protocol messages to PostgreSQL; its answer, copied out of WebAssembly memory. */
 async function send(message: Uint8Array): Promise<Uint8Array> {
@@ -133,6 +136,8 @@ function handle(req: EmbeddedRequest): Promise<unknown> {
         }
       })();
     }
+    case 'dump':
+      return inTurn(async () => new Uint8Array(await (await db.dumpDataDir('none')).arrayBuffer()));
     case 'close':
       return inTurn(async () => {
         closing = true;

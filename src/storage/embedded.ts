@@ -19,13 +19,29 @@ type Request = EmbeddedRequest extends infer R ? (R extends unknown ? Omit<R, 'i
  * socket: the bytes cross between the threads, and rows are parsed here by the same parsers as
  * on PostgreSQL.
  */
-export async function openEmbedded(dataDir: string | undefined, options: { maintenanceMs?: number } = {}): Promise<Db> {
+export interface EmbeddedOptions {
+  /** How often the thread looks for tables to vacuum or analyse (embedded-worker.ts). */
+  maintenanceMs?: number;
+  /**
+   * A tarball of a data directory (`dump()` of another store) to start from instead of an empty
+   * cluster: initdb is the dearest part of opening a new store, and a migrated template spares
+   * the migrations too. Only for a store whose data directory is new or in memory.
+   */
+  template?: string;
+}
+
+export interface EmbeddedDb extends Db {
+  /** The whole data directory as a tarball, to start other stores from (`template`). */
+  dump(): Promise<Uint8Array>;
+}
+
+export async function openEmbedded(dataDir: string | undefined, options: EmbeddedOptions = {}): Promise<EmbeddedDb> {
   if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
   // Run from source (tests, benchmarks, `npm run dev`), this module is TypeScript and so is the
   // worker beside it, which then needs tsx's loader too.
   const fromSource = import.meta.url.endsWith('.ts');
   const file = new URL(fromSource ? './embedded-worker.ts' : './embedded-worker.js', import.meta.url);
-  const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs };
+  const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, template: options.template };
   const worker = fromSource
     ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData })
     : new Worker(file, { workerData });
@@ -107,6 +123,7 @@ export async function openEmbedded(dataDir: string | undefined, options: { maint
       effects.run();
       return result;
     },
+    dump: () => call<Uint8Array>({ op: 'dump' }),
     async close() {
       if (gone) return;
       await call({ op: 'close' });
