@@ -6,13 +6,16 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
 import { engineSchema as engineSchemaOf, newProduct, signUp } from './helpers/fixtures.js';
-import { eventually, provision, type Identity } from './helpers/device.js';
+import { provision, type Identity } from './helpers/device.js';
+import { eventually } from './helpers/eventually.js';
 import { bind, ConfigStatus, createDevice, type Device } from '../src/sdk/index.js';
 import { check } from '../src/sdk/config.js';
 
 /**
- * Firmware-side configuration modules of the device SDK (SPEC.md §4.7): bindings, the codes of
- * refused values, the saved file, and the custom schema example of SPEC.md (an `engine` module
+ * Firmware-side configuration modules of the device SDK
+ * (docs/particle-compatibility.md#configuration-on-the-device): bindings, the codes of refused
+ * values, the saved file, and the custom schema example of Particle's tracker documentation
+ * (docs/particle-compatibility.md#custom-schemas; an `engine` module
  * with an idle speed and a publish period) from the REST API down to the device and back after a
  * restart. Also: settings outside a device's firmware range are not sent to it.
  */
@@ -84,7 +87,7 @@ test('bindings check whole modules before applying any of them, with the codes o
   assert.equal(check(bindings, [1]), ConfigStatus.invalid);
 });
 
-test('the engine example of SPEC.md: a fleet write reaches the SDK device, is saved, and survives a restart', async () => {
+test('the engine example of Particle\'s tracker documentation: a fleet write reaches the SDK device, is saved, and survives a restart', async () => {
   const { token, product } = await productWithSchema(engineSchema());
   const who = await provision(server.url, token, product.id);
   const configDir = join(dir, who.id);
@@ -127,10 +130,13 @@ test('the engine example of SPEC.md: a fleet write reaches the SDK device, is sa
   const changed = await raw(`${server.url}/v1/products/${product.id}/config`, { method: 'PUT', token, json: { engine: { idle: 1000, fastpub: 30000 }, rgb: { type: 'off' } } });
   assert.equal(changed.status, 200);
   await eventually(() => (second.engine.idle === 1000 ? true : undefined));
+  // A sentinel: a later write that changes rgb alone. A device's deliveries come in turn, so once
+  // rgb is in, anything the first write sent has come before it.
+  const sentinel = await raw(`${server.url}/v1/products/${product.id}/config`, { method: 'PUT', token, json: { engine: { idle: 1000, fastpub: 30000 }, rgb: { type: 'tracker' } } });
+  assert.equal(sentinel.status, 200);
   // 'config' comes once the module is saved, just after it is applied.
-  await eventually(() => (received.length > 0 ? true : undefined));
-  await new Promise((r) => setTimeout(r, 200));
-  assert.deepEqual(received, ['engine'], 'only the module that changed');
+  await eventually(() => (received.includes('rgb') ? true : undefined));
+  assert.deepEqual(received, ['engine', 'rgb'], 'each write sent only the module that changed');
   await closeAll(second.device);
 });
 
@@ -150,6 +156,10 @@ test('a value the device cannot take is refused with its code and changes nothin
     assert.equal(refused.json.error, 'device_rejected_configuration');
     assert.deepEqual(refused.json.results.find((r: Json) => r.module === 'engine'), { module: 'engine', status: 'rejected', code: ConfigStatus.outOfRange });
     assert.deepEqual({ ...engine }, { idle: 1600, fastpub: 0 }, 'fastpub was fine, but the module is taken whole or not at all');
+    // The same value again is not sent again, and the answer still says that the device refuses it.
+    const again = await put({ engine: { idle: 8000, fastpub: 10 } });
+    assert.equal(again.status, 400, again.text);
+    assert.deepEqual(again.json.results.find((r: Json) => r.module === 'engine'), { module: 'engine', status: 'rejected', code: ConfigStatus.outOfRange });
     const taken = await put({ engine: { idle: 4000, fastpub: 10 } });
     assert.equal(taken.status, 200, taken.text);
     assert.deepEqual({ ...engine }, { idle: 4000, fastpub: 10 });

@@ -14,13 +14,13 @@ const held = (r: Row): HeldModule => ({
 });
 
 
-type HashRow = { device_id: string; module: string; hash: string | null; status: 'in_sync' | 'rejected'; refused_hash: string | null };
+type HashRow = { device_id: string; module: string; hash: string | null; status: 'in_sync' | 'rejected'; code: number | null; refused_hash: string | null };
 function byDevice(rows: HashRow[]): Map<string, Map<string, HeldHash>> {
   const out = new Map<string, Map<string, HeldHash>>();
   for (const r of rows) {
     let m = out.get(r.device_id);
     if (!m) out.set(r.device_id, (m = new Map()));
-    m.set(r.module, { hash: r.hash, status: r.status, refusedHash: r.refused_hash });
+    m.set(r.module, { hash: r.hash, status: r.status, refusedHash: r.refused_hash, code: r.code });
   }
   return out;
 }
@@ -39,7 +39,7 @@ export function createDeviceConfigStateRepository(db: Queryable) {
      */
     async heldByProduct(productId: number): Promise<Map<string, Map<string, HeldHash>>> {
       return byDevice(await db.query<HashRow>(
-        'SELECT s.device_id, s.module, s.hash, s.status, s.refused_hash FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1', [productId]));
+        'SELECT s.device_id, s.module, s.hash, s.status, s.code, s.refused_hash FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1', [productId]));
     },
     /**
      * Devices connecting together, in one read: what their configuration depends on (as for a

@@ -21,7 +21,8 @@ export function memoHash(): (value: Json) => string {
 }
 
 /** What the cloud has recorded of one module on a device: the hash it holds, or the hash it refused. */
-export interface HeldHash { hash: string | null; status: 'in_sync' | 'rejected'; refusedHash: string | null }
+/** What a device holds of a module: the hash in sync, or the hash of the value it refused and its code. */
+export interface HeldHash { hash: string | null; status: 'in_sync' | 'rejected'; refusedHash: string | null; code: number | null }
 
 export type ModuleState = 'in_sync' | 'pending' | 'rejected';
 

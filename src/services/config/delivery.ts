@@ -43,9 +43,10 @@ export function createConfigDelivery(deps: {
   /**
    * Sends what differs from what the device holds; stops at the first module the device does not
    * answer. `reported` is what the device said at connect; without it (a change while connected),
-   * a value the device already refused is not sent again.
+   * a value the device already refused is not sent again, and counts as refused in the results
+   * for the modules of `answering` (those a write of the device's own values set).
    */
-  async function deliver(deviceId: string, values: Values, held: Map<string, HeldHash>, reported?: Record<string, string>, hashOf: (value: Json) => string = moduleHash): Promise<ModuleResult[]> {
+  async function deliver(deviceId: string, values: Values, held: Map<string, HeldHash>, reported?: Record<string, string>, hashOf: (value: Json) => string = moduleHash, answering?: ReadonlySet<string>): Promise<ModuleResult[]> {
     const results: ModuleResult[] = [];
     let unreachable: 'offline' | 'timeout' | null = null;
     // Outcomes are stored in batches; the device's next module need not wait for the last one's.
@@ -58,7 +59,12 @@ export function createConfigDelivery(deps: {
         if (h?.hash !== hash || h.status !== 'in_sync') saves.push(record(deviceId, { module, hash, value, status: 'in_sync', code: null }));
         continue;
       }
-      if (!reported && h?.status === 'rejected' && h.refusedHash === hash) continue;
+      if (!reported && h?.status === 'rejected' && h.refusedHash === hash) {
+        // Refused already: before, or by a delivery that ran between the write's commit and its
+        // turn (the device's connect). The write's answer says so for the modules it set.
+        if (answering?.has(module)) results.push({ module, status: 'rejected', code: h.code ?? -1 });
+        continue;
+      }
       if (unreachable) { results.push({ module, status: 'pending', reason: unreachable }); continue; }
       try {
         const answer = await deps.bus.send(deviceId, { kind: 'config', module, value, hash }, deps.timeoutMs);
@@ -77,11 +83,11 @@ export function createConfigDelivery(deps: {
   }
 
   /** Reads what is committed now for the device, and what it holds, and delivers: to run in the device's turn. */
-  async function syncNow(productId: number, deviceId: string, reported?: Record<string, string>): Promise<ModuleResult[]> {
+  async function syncNow(productId: number, deviceId: string, reported?: Record<string, string>, answering?: ReadonlySet<string>): Promise<ModuleResult[]> {
     const device = await deps.devices.fleetDevice(deviceId);
     if (!device || device.productId !== productId) return [];
     const { values } = await deps.reader.device(productId, device);
-    return deliver(deviceId, values, await deps.state.held(deviceId), reported);
+    return deliver(deviceId, values, await deps.state.held(deviceId), reported, moduleHash, answering);
   }
 
   /**
@@ -107,7 +113,7 @@ export function createConfigDelivery(deps: {
         for (const { id } of group) {
           const values = effective.get(id)?.values ?? {};
           // With what the device reported, deliver needs only which modules are recorded in sync, at which hash.
-          const held = new Map<string, HeldHash>(Object.entries(recorded.get(id) ?? {}).map(([module, hash]) => [module, { hash, status: 'in_sync', refusedHash: null }]));
+          const held = new Map<string, HeldHash>(Object.entries(recorded.get(id) ?? {}).map(([module, hash]) => [module, { hash, status: 'in_sync', refusedHash: null, code: null }]));
           started.set(id, turns.run(id, async () => {
             const deliveredSince = snapshot.deliveredTo(id);
             if (!deliveredSince && !snapshot.superseded(productId, id)) return deliver(id, values, held, reported.get(id), hashOf);
@@ -151,10 +157,13 @@ export function createConfigDelivery(deps: {
     }
   }
 
-  /** A write of one device's own values has committed: the device takes it now if connected; resolves with each module's outcome. */
-  function deviceWriteCommitted(productId: number, deviceId: string): Promise<ModuleResult[]> {
+  /**
+   * A write of one device's own values has committed: the device takes it now if connected;
+   * resolves with each module's outcome (`modules`: those the write set, which it answers for).
+   */
+  function deviceWriteCommitted(productId: number, deviceId: string, modules: ReadonlySet<string> = new Set()): Promise<ModuleResult[]> {
     ledger.deviceWritten(deviceId);
-    return turns.run(deviceId, () => syncNow(productId, deviceId));
+    return turns.run(deviceId, () => syncNow(productId, deviceId, undefined, modules));
   }
 
   return {

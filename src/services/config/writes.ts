@@ -90,7 +90,7 @@ export function createConfigWrites(deps: {
       const values = valuesOfWrite(schema, body, { kind: 'device', development: device.development }, publishLimit(device.systemFirmwareVersion, device.platformId), ajv);
       await deps.values.replace(product.id, device.id, values, moduleNames(schema), deps.clock.now(), tx);
       const v = await record(tx, product.id, { kind: 'values', deviceId: device.id }, JSON.stringify(values), Object.keys(values).length === 0, by, rolledBackFrom);
-      tx.afterCommit(() => { delivered = deps.delivery.deviceWriteCommitted(product.id, device.id); });
+      tx.afterCommit(() => { delivered = deps.delivery.deviceWriteCommitted(product.id, device.id, new Set(Object.keys(values))); });
       return v;
     });
     // The answer says what the device did with it (docs/api.md, "Delivery"); the write stands either way.
