@@ -58,6 +58,8 @@ interface PendingClaim { resolve: () => void; reject: (err: Error) => void; time
  * Events: 'online', 'offline', 'error' (Error), 'warning' (CloudWarning), 'signal' (boolean),
  * 'config' (module name, the value applied).
  */
+export type DeviceState = 'online' | 'connecting' | 'waiting' | 'closing' | 'closed';
+
 export class Device extends EventEmitter {
   readonly id: string;
   private client: mqtt.MqttClient | null = null;
@@ -85,6 +87,18 @@ export class Device extends EventEmitter {
 
   get connected(): boolean {
     return this.online;
+  }
+
+  /**
+   * Where the device stands: `online`; `connecting`; `waiting` for its next try after a failure
+   * (backoff); `closing` or `closed` once it has stopped for good, by close() or because the
+   * cloud refused its credentials: no further try comes.
+   */
+  get state(): DeviceState {
+    if (this.online) return 'online';
+    if (this.retry) return 'waiting';
+    if (this.closed) return this.client ? 'closing' : 'closed';
+    return 'connecting';
   }
 
   /** Registers a cloud function (at most 15, names of 1-64 characters); sends `hello` again if online. */

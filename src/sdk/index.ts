@@ -1,6 +1,6 @@
 /** The Skyport device SDK (docs/sdk.md): `import { createDevice } from 'skyport/device'`. */
 export { Device, createDevice } from './device.js';
-export type { DeviceOptions, DeviceEventMessage, CloudWarning, ReconnectOptions } from './device.js';
+export type { DeviceOptions, DeviceEventMessage, DeviceState, CloudWarning, ReconnectOptions } from './device.js';
 export { ConnectionRefusedError, CredentialsRefusedError } from './errors.js';
 export type { VariableType, VariableValue, FunctionHandler, VariableGetter } from './replies.js';
 export { backoffDelay } from './backoff.js';
