@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { DEFAULT_SCHEMA_VERSION, defaultSchema, schemaVersion } from '../../domain/config/default-schema.js';
-import { mergeAndCheck, type MergeConflict } from '../../domain/config/schema-merge.js';
+import type { MergeConflict } from '../../domain/config/schema-merge.js';
 import { diffJson } from '../../domain/config/diff.js';
 import { contextOf, type CliContext } from '../lib/context.js';
 import { bodyOf, changeLines, isObject, needed, parseJsonObject, readText, refusal, refusalListing, seg } from '../lib/json-input.js';
@@ -50,7 +50,7 @@ const REASONS: Record<MergeConflict['reason'], string> = {
 const conflictLine = (c: MergeConflict) =>
   `conflict ${c.path || '/'}: ${REASONS[c.reason]} (base ${show(c.base)}, ours ${show(c.ours)}, theirs ${show(c.theirs)}); kept ours\n`;
 
-function merge(opts: MergeOptions): void {
+async function merge(opts: MergeOptions): Promise<void> {
   const base = readSchema('base', opts.base);
   const ours = readSchema('ours', opts.ours);
   // The newer default is usually the one this Skyport ships: after an upgrade, it is the new one.
@@ -62,6 +62,8 @@ function merge(opts: MergeOptions): void {
     process.stderr.write(`warning: --ours is tagged v${derived} but --base is v${from}; --base should be the default it was derived from\n`);
   }
 
+  // The merge checks with Ajv: loaded for this command alone, not at every start of the CLI.
+  const { mergeAndCheck } = await import('../../domain/config/schema-merge.js');
   const { merged, conflicts, violations } = mergeAndCheck({ base, theirs, ours });
   // Written even with conflicts (ours' value kept at each) so they can be resolved by hand in it.
   const text = `${JSON.stringify(merged, null, 2)}\n`;

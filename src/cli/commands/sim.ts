@@ -1,6 +1,6 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { readIdentities, runSimulation, type Identity, type SimulationProgress } from '../../sim/simulator.js';
+import type { Identity, SimulationProgress } from '../../sim/simulator.js';
 
 interface SimOptions {
   count?: string;
@@ -101,6 +101,8 @@ async function simulate(opts: SimOptions, signal: AbortSignal): Promise<void> {
   const duration = opts.duration === undefined ? undefined : positive(opts.duration, 'duration', 1, 7 * 86400);
   const concurrency = positive(opts.concurrency, 'concurrency', 200, 10_000);
   const connectTimeoutMs = positive(opts.connectTimeout, 'connect-timeout', 30, 3600) * 1000;
+  // The simulator brings MQTT and the device SDK: loaded when a simulation runs, not for every command.
+  const { readIdentities, runSimulation } = await import('../../sim/simulator.js');
   let identities: Identity[];
   if (opts.credentials) {
     identities = readIdentities(opts.credentials);
