@@ -3,7 +3,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**'] },
+  { ignores: ['dist/**', '.build/**', 'node_modules/**', 'data/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {

@@ -1,38 +1,104 @@
 #!/usr/bin/env node
-// Runs the test suite with node's test runner, once per store: always on the embedded store,
-// and again on PostgreSQL when TEST_DATABASE_URL is set (CI sets it). Usage:
-//   node scripts/run-tests.mjs [--embedded-only] [file-or-folder-filter...]
-import { readdirSync, statSync } from 'node:fs';
+// Runs the test suite with node's test runner. Usage:
+//   node scripts/run-tests.mjs [--unit | --embedded-only] [file-filter...]
+//
+// First it compiles the sources and the tests (tsconfig.test.json, into .build/): this is the
+// type-check, and the tests then run as JavaScript, without a TypeScript loader in each of their
+// processes and threads. Then:
+//   test/unit/      needs no store: runs once, in the embedded pass.
+//   test/programs/  the command-line programs and examples, clients of the API that are the
+//                   same whatever the store: runs once, in the PostgreSQL pass when there is one.
+//   test/           every other test starts a real Skyport and runs once per store: on the
+//                   embedded store, and on PostgreSQL when TEST_DATABASE_URL is set (CI sets it).
+// Both stores' passes run side by side; each starts its stores from a migrated template made here
+// once (test/helpers/templates.ts).
+//   --unit           only test/unit/
+//   --embedded-only  no PostgreSQL pass even when TEST_DATABASE_URL is set
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 const args = process.argv.slice(2);
+const unitOnly = args.includes('--unit');
 const embeddedOnly = args.includes('--embedded-only');
 const filters = args.filter((a) => !a.startsWith('--'));
 
 function find(dir) {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
-    return statSync(path).isDirectory() ? find(path) : path.endsWith('.test.ts') ? [path] : [];
+    return statSync(path).isDirectory() ? find(path) : path.endsWith('.test.js') ? [path] : [];
   });
 }
 
-const files = find('test').filter((f) => filters.length === 0 || filters.some((x) => f.includes(x))).sort();
-if (files.length === 0) {
+const OUT = '.build';
+const compiled = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.test.json'], { stdio: 'inherit' });
+if (compiled.status !== 0) process.exit(1);
+// What the code finds beside itself (migrations, package.json, docs, the built CLI) is found
+// beside the compiled copy too.
+for (const name of ['migrations', 'docs', 'bin', 'dist', 'package.json']) {
+  rmSync(join(OUT, name), { force: true });
+  symlinkSync(join('..', name), join(OUT, name));
+}
+
+const source = (f) => f.slice(OUT.length + 1).replace(/\.js$/, '.ts');
+// Only what has a source: a test file moved or deleted leaves its old compiled copy behind.
+const files = find(join(OUT, 'test'))
+  .filter((f) => existsSync(source(f)) && (filters.length === 0 || filters.some((x) => source(f).includes(x))))
+  .sort();
+const under = (folder) => files.filter((f) => source(f).startsWith(join('test', folder) + '/'));
+const unit = under('unit');
+const programs = unitOnly ? [] : under('programs');
+const server = unitOnly ? [] : files.filter((f) => !unit.includes(f) && !programs.includes(f));
+if (unit.length + programs.length + server.length === 0) {
   console.error('no test files match');
   process.exit(1);
 }
 
-const stores = [{ name: 'embedded', env: { TEST_STORE: 'embedded' } }];
-if (process.env.TEST_DATABASE_URL && !embeddedOnly) stores.push({ name: 'postgres', env: { TEST_STORE: 'postgres' } });
-
-let failed = false;
-for (const store of stores) {
-  console.log(`\n# store: ${store.name} (${files.length} files)`);
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', ...files], {
-    stdio: 'inherit',
-    env: { ...process.env, ...store.env },
-  });
-  if (r.status !== 0) failed = true;
+const postgres = process.env.TEST_DATABASE_URL && !embeddedOnly && !unitOnly ? process.env.TEST_DATABASE_URL : undefined;
+const scratch = mkdtempSync(join(tmpdir(), 'skyport-tests-'));
+let templates = {};
+if (server.length + programs.length > 0) {
+  const made = spawnSync(process.execPath, [join(OUT, 'test/helpers/templates.js'), 'make', scratch, ...(postgres ? [postgres] : [])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  if (made.status !== 0) {
+    console.error('could not make the stores\' templates');
+    process.exit(1);
+  }
+  templates = JSON.parse(made.stdout);
 }
-process.exit(failed ? 1 : 0);
+
+/**
+ * One `node --test` run; answers whether it passed. A live pass prints as it goes; the other
+ * keeps its output and prints it whole at its end, so that the two do not interleave.
+ */
+function pass(name, list, env, live) {
+  if (live) console.log(`\n# ${name} (${list.length} files)`);
+  return new Promise((resolve) => {
+    const out = [];
+    const child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-reporter=spec', '--test-concurrency=2', ...list], {
+      stdio: ['ignore', live ? 'inherit' : 'pipe', live ? 'inherit' : 'pipe'],
+      env: { ...process.env, ...templates, ...env },
+    });
+    child.stdout?.on('data', (d) => out.push(d));
+    child.stderr?.on('data', (d) => out.push(d));
+    child.on('close', (code) => {
+      if (!live) process.stdout.write(`\n# ${name} (${list.length} files)\n${Buffer.concat(out).toString()}`);
+      resolve(code === 0);
+    });
+  });
+}
+
+// The PostgreSQL pass runs beside the embedded one: much of its time is spent in the database
+// server's processes, and the embedded pass's in PGlite's thread.
+const passes = [];
+if (postgres) {
+  passes.push(pass('store: embedded', [...unit, ...server], { TEST_STORE: 'embedded' }, true));
+  if (server.length + programs.length > 0) passes.push(pass('store: postgres', [...server, ...programs], { TEST_STORE: 'postgres' }, false));
+} else {
+  passes.push(pass(server.length + programs.length > 0 ? 'store: embedded' : 'unit', [...unit, ...server, ...programs], { TEST_STORE: 'embedded' }, true));
+}
+const ok = (await Promise.all(passes)).every(Boolean);
+
+rmSync(scratch, { recursive: true, force: true });
+if (templates.TEST_POSTGRES_TEMPLATE) spawnSync(process.execPath, [join(OUT, 'test/helpers/templates.js'), 'drop', postgres, templates.TEST_POSTGRES_TEMPLATE], { stdio: 'inherit' });
+process.exit(ok ? 0 : 1);

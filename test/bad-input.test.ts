@@ -237,7 +237,7 @@ test('sign-up: bad fields are named and no account is made', async () => {
   isClearError(await raw(`${server.url}/v1/users`, { method: 'POST', body: `{"username":"${lone}","password":"${PASSWORD}","account_info":{"first_name":"\\udc00"}}`, headers: { 'content-type': 'application/json' } }), 400, 'lone surrogate', 'invalid_request');
   isClearError(await login(server, lone, PASSWORD), 400, 'lone surrogate: no account was made', 'invalid_grant');
   isClearError(await raw(`${server.url}/v1/users`, { method: 'POST', body: '<user/>', headers: { 'content-type': 'text/xml' } }), 415, 'XML sign-up', 'unsupported_media_type');
-  // A taken username answers 409 with errors[] (reference §10) and leaves the account as it was.
+  // A taken username answers 409 with errors[] (docs/particle-compatibility.md#user-accounts) and leaves the account as it was.
   const taken = await signUp({ username: username.toUpperCase(), password: 'another password' });
   isClearError(taken, 409, 'taken username', 'username_taken');
   assert.ok(Array.isArray(taken.json.errors) && taken.json.errors.length > 0, 'errors[]');

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
 import { engineSchema, newProduct, signUp } from './helpers/fixtures.js';
-import { configDevice as deviceSpeakingConfig, eventually, provision, type Holdings, type Identity } from './helpers/device.js';
+import { configDevice as deviceSpeakingConfig, provision, type Holdings, type Identity } from './helpers/device.js';
+import { eventually } from './helpers/eventually.js';
 
 /**
  * Configuration delivery to a plain mqtt.js device written from docs/device-protocol.md

@@ -4,7 +4,8 @@ import mqtt from 'mqtt';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
 import { newProduct, signUp } from './helpers/fixtures.js';
-import { eventually, provision, type Identity } from './helpers/device.js';
+import { provision, type Identity } from './helpers/device.js';
+import { eventually } from './helpers/eventually.js';
 import { defaultSchema } from '../src/domain/config/default-schema.js';
 
 /**

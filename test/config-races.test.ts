@@ -5,7 +5,8 @@ import { STORE, startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
 import { engineSchema, newProduct, signUp } from './helpers/fixtures.js';
 import { faultyDb, type FaultyDb } from './helpers/faults.js';
-import { configDevice, eventually, provision, type Holdings } from './helpers/device.js';
+import { configDevice, provision, type Holdings } from './helpers/device.js';
+import { eventually } from './helpers/eventually.js';
 import type { ConfigReader } from '../src/services/config/reader.js';
 
 /**

@@ -3,11 +3,13 @@ import assert from 'node:assert/strict';
 import { startTestServer, email, type TestServer } from './helpers/server.js';
 import { basic, raw } from './helpers/http.js';
 import { PASSWORD, newProduct, rejection, signUp } from './helpers/fixtures.js';
-import { eventually, fakeDevice, provision } from './helpers/device.js';
+import { fakeDevice, provision } from './helpers/device.js';
+import { eventually } from './helpers/eventually.js';
 
 /**
- * The REST side of devices through the real particle-api-js (reference §5, §6, §9): calls, reads,
- * signal, events both ways, and the customer flow that ends in a claimed device.
+ * The REST side of devices through the real particle-api-js (docs/particle-compatibility.md: device
+ * records, function calls and variables, events, claim codes and claiming): calls, reads, signal,
+ * events both ways, and the customer flow that ends in a claimed device.
  */
 let server: TestServer;
 before(async () => { server = await startTestServer({ env: { EVENTS_KEEPALIVE_SECONDS: '1' } }); });
@@ -161,7 +163,7 @@ test('events: device to streams (getEventStream, SSE format, keep-alive), API to
     await devA.close();
   }
 
-  // The wire format of reference §9, and a keep-alive comment within EVENTS_KEEPALIVE_SECONDS.
+  // The wire format of docs/particle-compatibility.md#events, and a keep-alive comment within EVENTS_KEEPALIVE_SECONDS.
   const controller = new AbortController();
   const res = await fetch(`${server.url}/v1/products/${product.id}/events`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
   assert.equal(res.status, 200);

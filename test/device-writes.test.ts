@@ -4,7 +4,8 @@ import { startTestServer, email, type TestServer } from './helpers/server.js';
 import { faultyDb, type FaultyDb } from './helpers/faults.js';
 import { basic, raw } from './helpers/http.js';
 import { PASSWORD, newProduct, signUp } from './helpers/fixtures.js';
-import { eventually, fakeDevice, provision } from './helpers/device.js';
+import { fakeDevice, provision } from './helpers/device.js';
+import { eventually } from './helpers/eventually.js';
 
 /**
  * Writes of devices that take several statements are all or nothing (a crash between two of them

@@ -5,6 +5,8 @@ import mqtt from 'mqtt';
 import mqttPacket from 'mqtt-packet';
 import { manualClock, startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
+import { eventually } from './helpers/eventually.js';
+import { provision } from './helpers/device.js';
 import { newProduct, signUp } from './helpers/fixtures.js';
 import { HELLO_GRACE_MS } from '../src/gateway/waiters.js';
 
@@ -18,12 +20,6 @@ let server: TestServer;
 const clock = manualClock(new Date());
 before(async () => { server = await startTestServer({ clock }); });
 after(async () => { await server.close(); });
-
-async function provision(url: string, token: string, productId: number): Promise<{ id: string; secret: string }> {
-  const r = await raw(`${url}/v1/devices`, { method: 'POST', token, json: { product_id: productId } });
-  assert.equal(r.status, 201, r.text);
-  return { id: r.json.id as string, secret: r.json.device_secret as string };
-}
 
 function connect(url: string, id: string, secret: string, extra: mqtt.IClientOptions = {}): Promise<mqtt.MqttClient> {
   return new Promise((resolve, reject) => {
@@ -45,16 +41,6 @@ function next(c: mqtt.MqttClient, match: (topic: string) => boolean, ms = 5000):
     };
     c.on('message', on);
   });
-}
-
-async function eventually<T>(f: () => Promise<T | undefined>, ms = 5000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 test('a plain MQTT client acts as a device from the protocol document', async () => {

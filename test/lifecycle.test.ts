@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { freshStore, startTestServer, email, manualClock, STORE } from './helpers/server.js';
 import { particle } from './helpers/particle.js';
 import { raw } from './helpers/http.js';
+import { BIN } from './helpers/cli.js';
+import { eventually } from './helpers/eventually.js';
 import { totpNow } from '../src/domain/totp.js';
 
 test('data survive a restart', async () => {
@@ -39,7 +41,7 @@ async function freePort(): Promise<number> {
 }
 
 function run(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/run.ts', ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => { out += String(d); });
@@ -63,7 +65,8 @@ processTest('the server process: user create with sign-up closed, start, SIGTERM
     const mqttPort = await freePort();
     const server = run(['server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1', '--data-dir', dir], { SIGNUP: 'off' });
     const url = `http://127.0.0.1:${port}`;
-    for (let i = 0; i < 100 && !server.out().includes('Skyport is running'); i++) await new Promise((r) => setTimeout(r, 100));
+    // Its first start makes a new data directory (initdb): seconds of work on a busy machine.
+    await eventually(() => (server.out().includes('Skyport is running') ? true : undefined), 30_000, 'the server\'s start');
     assert.match(server.out(), new RegExp(`API +http://127.0.0.1:${port}`));
     assert.match(server.out(), new RegExp(`MQTT +mqtt://127.0.0.1:${mqttPort}`));
     assert.equal((await fetch(`${url}/healthz`)).status, 200);

@@ -4,7 +4,7 @@
  * `code` is what clients match on and never changes; `wire` is the value placed in the
  * `error` field where Particle's wire format fixes a different text
  * (docs/particle-compatibility.md#error-bodies).
- * docs/errors.md lists every code; test/errors-catalogue.test.ts fails when one is missing.
+ * docs/errors.md lists every code; test/unit/errors-catalogue.test.ts fails when one is missing.
  */
 export interface ErrorSpec {
   readonly status: number;

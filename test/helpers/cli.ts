@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * Runs the built `skyport` command (bin/skyport.js → dist/, which `npm test` builds first) as a
@@ -12,7 +13,8 @@ import { join } from 'node:path';
  */
 export interface CliResult { code: number; stdout: string; stderr: string; json: any } // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const BIN = new URL('../../bin/skyport.js', import.meta.url);
+/** The `skyport` command as `npm start` and users run it: bin/skyport.js over the build in dist/. */
+export const BIN = fileURLToPath(new URL('../../bin/skyport.js', import.meta.url));
 
 export async function cliHome(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'skyport-cli-'));
@@ -22,7 +24,7 @@ export function skyport(args: string[], options: { home: string; input?: string;
   if (!existsSync(new URL('../../dist/cli/main.js', import.meta.url))) throw new Error('the CLI is not built: run `npm run build` (npm test does)');
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: options.home, SKYPORT_CONFIG_DIR: join(options.home, 'config'), NO_COLOR: '1', ...options.env };
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN.pathname, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });

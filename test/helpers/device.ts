@@ -107,14 +107,3 @@ export async function configDevice(mqttUrl: string, who: Identity, held: Holding
   await c.publishAsync(`devices/${who.id}/config/hello`, JSON.stringify({ modules: Object.fromEntries([...held].map(([m, v]) => [m, v.hash])) }), { qos: 1 });
   return { client: c, received, values };
 }
-
-/** Polls until `f` answers something other than undefined. */
-export async function eventually<T>(f: () => Promise<T | undefined> | T | undefined, ms = 5000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}

@@ -1,3 +1,5 @@
+import type { FastifyInstance } from 'fastify';
+
 /** Raw HTTP for the tests that send what no client library would. */
 export interface RawResponse {
   status: number;
@@ -6,7 +8,29 @@ export interface RawResponse {
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-export async function raw(url: string, init: RequestInit & { form?: Record<string, string>; json?: unknown; token?: string } = {}): Promise<RawResponse> {
+export interface RawInit extends RequestInit {
+  form?: Record<string, string>;
+  json?: unknown;
+  token?: string;
+  /** Over a real socket even to a server of this process (a test about the network itself). */
+  network?: boolean;
+}
+
+/**
+ * Servers of this process by origin (startTestServer registers each): a request to one goes
+ * through Fastify's inject, with no socket, unless it opens an event stream, which never ends
+ * and so must be read over the network.
+ */
+const inProcess = new Map<string, FastifyInstance>();
+
+export function serveInProcess(origin: string, app: FastifyInstance): () => void {
+  inProcess.set(origin, app);
+  return () => inProcess.delete(origin);
+}
+
+const EVENT_STREAM = /\/events(\/|$)/;
+
+export async function raw(url: string, init: RawInit = {}): Promise<RawResponse> {
   const headers = new Headers(init.headers);
   let body = init.body;
   if (init.form) {
@@ -17,18 +41,40 @@ export async function raw(url: string, init: RequestInit & { form?: Record<strin
     body = JSON.stringify(init.json);
   }
   if (init.token) headers.set('authorization', `Bearer ${init.token}`);
-  const controller = new AbortController();
-  const res = await fetch(url, { ...init, headers, body: body ?? null, signal: init.signal ?? controller.signal });
-  // An event stream never ends: take what arrived first (`:ok`) and hang up.
-  const streaming = (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
-  const text = streaming ? await firstChunk(res, controller) : await res.text();
+  const target = new URL(url);
+  const app = inProcess.get(target.origin);
+  const method = (init.method ?? 'GET').toUpperCase();
+  const response = app && !init.network && !(method === 'GET' && EVENT_STREAM.test(target.pathname))
+    ? await injected(app, target, new Request(url, { method, headers, body: body ?? null }))
+    : await overNetwork(url, { ...init, headers, body: body ?? null });
   let json: unknown;
   try {
-    json = text === '' ? undefined : JSON.parse(text);
+    json = response.text === '' ? undefined : JSON.parse(response.text);
   } catch {
     json = undefined;
   }
-  return { status: res.status, headers: res.headers, text, json };
+  return { ...response, json };
+}
+
+/** The request as fetch would have sent it (its body encoded, its Host), handed to Fastify. */
+async function injected(app: FastifyInstance, target: URL, request: Request): Promise<Omit<RawResponse, 'json'>> {
+  const headers: Record<string, string> = { host: target.host, ...Object.fromEntries(request.headers) };
+  const payload = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
+  const res = await app.inject({ method: request.method as 'GET', url: target.pathname + target.search, headers, ...(payload ? { payload } : {}) });
+  const answered = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) answered.append(name, String(v));
+  }
+  return { status: res.statusCode, headers: answered, text: res.body };
+}
+
+async function overNetwork(url: string, init: RequestInit): Promise<Omit<RawResponse, 'json'>> {
+  const controller = new AbortController();
+  const res = await fetch(url, { ...init, signal: init.signal ?? controller.signal });
+  // An event stream never ends: take what arrived first (`:ok`) and hang up.
+  const streaming = (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
+  const text = streaming ? await firstChunk(res, controller) : await res.text();
+  return { status: res.status, headers: res.headers, text };
 }
 
 export function basic(id: string, secret: string): string {

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { loadSettings, type Settings } from '../../src/config/settings.js';
 import { createSkyport, type Seams, type Skyport } from '../../src/main.js';
 import { manualClock, systemClock, type Clock } from '../../src/platform/clock.js';
@@ -8,10 +7,14 @@ import type { Db } from '../../src/storage/db.js';
 import { openEmbedded } from '../../src/storage/embedded.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { openPostgres } from '../../src/storage/postgres.js';
+import { admin, databaseUrl } from './templates.js';
+import { serveInProcess } from './http.js';
 
 /**
- * Test servers: a real Skyport listening on a free loopback port, on the store the run asks for
+ * Test servers: a real Skyport listening on free loopback ports, on the store the run asks for
  * (TEST_STORE=embedded|postgres). PostgreSQL runs get a database of their own, dropped at close.
+ * The tests' own HTTP requests (raw()) reach it through Fastify's inject(); the ports are there
+ * for what is about the network: devices over MQTT, event streams, particle-api-js and the CLIs.
  */
 export const STORE = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'embedded';
 
@@ -21,32 +24,29 @@ export interface TestStore {
   readonly settings: Partial<Record<string, string>>;
 }
 
-/** A fresh, empty store; `open` may be called again to reopen the same data (restart tests). */
+/**
+ * A fresh, migrated store; `open` may be called again to reopen the same data (restart tests).
+ * Under scripts/run-tests.mjs it is copied from the run's template (test/helpers/templates.ts);
+ * a file run on its own makes it from nothing.
+ */
 export async function freshStore(options: { dataDir?: string } = {}): Promise<TestStore> {
   if (STORE === 'postgres') {
-    const admin = process.env.TEST_DATABASE_URL;
-    if (!admin) throw new Error('TEST_STORE=postgres needs TEST_DATABASE_URL');
+    const server = process.env.TEST_DATABASE_URL;
+    if (!server) throw new Error('TEST_STORE=postgres needs TEST_DATABASE_URL');
     const name = `skyport_t_${randomBytes(6).toString('hex')}`;
-    const c = new pg.Client({ connectionString: admin });
-    await c.connect();
-    await c.query(`CREATE DATABASE ${name}`);
-    await c.end();
-    const url = new URL(admin);
-    url.pathname = `/${name}`;
+    const template = process.env.TEST_POSTGRES_TEMPLATE;
+    await admin(server, template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
+    const url = databaseUrl(server, name);
     return {
-      settings: { DATABASE_URL: url.toString() },
-      open: () => openPostgres(url.toString(), { poolSize: 4 }),
-      async drop() {
-        const d = new pg.Client({ connectionString: admin });
-        await d.connect();
-        await d.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        await d.end();
-      },
+      settings: { DATABASE_URL: url },
+      open: () => openPostgres(url, { poolSize: 4 }),
+      drop: () => admin(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
     };
   }
+  const template = options.dataDir === undefined ? process.env.TEST_EMBEDDED_TEMPLATE : undefined;
   return {
     settings: options.dataDir ? { DATA_DIR: options.dataDir } : {},
-    open: () => openEmbedded(options.dataDir),
+    open: () => openEmbedded(options.dataDir, template ? { template } : {}),
     drop: async () => undefined,
   };
 }
@@ -83,6 +83,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const clock = options.clock ?? systemClock;
   const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: process.env.TEST_LOG ? undefined : false, ...(options.seams ? { seams: options.seams } : {}) });
   const { url, mqttUrl, wsUrl } = await skyport.listen({ host: '127.0.0.1', port: 0, mqttPort: 0 });
+  // raw() reaches it through inject(); client libraries, devices and event streams through its ports.
+  const forget = serveInProcess(url, skyport.app);
   return {
     url,
     mqttUrl,
@@ -91,6 +93,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     settings,
     clock,
     async close() {
+      forget();
       await skyport.close();
       if (!options.store) await store.drop();
     },

@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultSchema, schemaVersion } from '../src/domain/config/default-schema.js';
-import { mergeAndCheck, mergeSchemas } from '../src/domain/config/schema-merge.js';
+import { defaultSchema, schemaVersion } from '../../src/domain/config/default-schema.js';
+import { mergeAndCheck, mergeSchemas } from '../../src/domain/config/schema-merge.js';
+import { skyport } from '../helpers/cli.js';
 
 /** `skyport schema merge`: a custom schema derived from v19 brought up to a newer default. */
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -136,12 +136,10 @@ test('the top-level $id takes theirs\' version, also from a custom $id', () => {
 
 interface Run { code: number | null; out: string; err: string }
 
-function cli(args: string[]): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/run.ts', 'schema', 'merge', ...args], { env: { ...process.env, LOG_LEVEL: 'silent' } });
-  const run: Run = { code: null, out: '', err: '' };
-  child.stdout.on('data', (d) => { run.out += String(d); });
-  child.stderr.on('data', (d) => { run.err += String(d); });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ ...run, code })));
+/** `skyport schema merge`, as built (the CLI's own start-up, not tsx's). */
+async function cli(args: string[]): Promise<Run> {
+  const r = await skyport(['schema', 'merge', ...args], { home: tmpdir() });
+  return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
 test('skyport schema merge on files: clean to stdout or --out, conflicts exit 1, bad JSON one line', async () => {

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { email, startTestServer, type TestServer } from './helpers/server.js';
-import { raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
-import { provision } from './helpers/device.js';
-import { cliHome, failedWith, skyport } from './helpers/cli.js';
+import { email, startTestServer, type TestServer } from '../helpers/server.js';
+import { raw } from '../helpers/http.js';
+import { newProduct, signUp } from '../helpers/fixtures.js';
+import { provision } from '../helpers/device.js';
+import { cliHome, failedWith, skyport } from '../helpers/cli.js';
 
 /**
  * The skyport CLI: `product create|list|show`, `product device add|list|remove|dev`,

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { defaultSchema } from '../src/domain/config/default-schema.js';
-import { configAjv } from '../src/domain/config/schema-rules.js';
-import { effectiveConfig, oversizedModules, schemaDefaults, validateValues } from '../src/domain/config/values.js';
+import { defaultSchema } from '../../src/domain/config/default-schema.js';
+import { configAjv } from '../../src/domain/config/schema-rules.js';
+import { effectiveConfig, oversizedModules, schemaDefaults, validateValues } from '../../src/domain/config/values.js';
 
 /** Configuration values against the schema: defaults, write rules, the effective configuration. */
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -1,15 +1,16 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { manualClock, startTestServer, email, type TestServer } from './helpers/server.js';
-import { basic, raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
-import { provision } from './helpers/device.js';
-import { NotLoggedIn, NotYourDevice } from '../examples/recommended-backend/backend.js';
-import { runRecommendedBackend } from '../examples/recommended-backend/demo.js';
-import { runSimpleAuthApp } from '../examples/simple-auth-app/demo.js';
-import { runTwoLeggedServer } from '../examples/two-legged-server/demo.js';
-import { NotLoggedIn as ServerNotLoggedIn } from '../examples/two-legged-server/server.js';
+import { once } from 'node:events';
+import { manualClock, startTestServer, email, type TestServer } from '../helpers/server.js';
+import { basic, raw } from '../helpers/http.js';
+import { newProduct, signUp } from '../helpers/fixtures.js';
+import { provision } from '../helpers/device.js';
+import { NotLoggedIn, NotYourDevice } from '../../examples/recommended-backend/backend.js';
+import { runRecommendedBackend } from '../../examples/recommended-backend/demo.js';
+import { runSimpleAuthApp } from '../../examples/simple-auth-app/demo.js';
+import { runTwoLeggedServer } from '../../examples/two-legged-server/demo.js';
+import { NotLoggedIn as ServerNotLoggedIn } from '../../examples/two-legged-server/server.js';
 
 /**
  * The three customer designs of docs/guides/, each example run end to end against a
@@ -196,7 +197,11 @@ describe('two-legged: the server keeps the accounts and mints customer tokens', 
       // The token expires; the app's next call gets 401, has it renewed by the server, and succeeds.
       const before = alice.app.renewals;
       const held = alice.app.accessToken;
+      // Ten minutes pass by the cloud's clock: the lamp, silent that long, is dropped by the
+      // keep-alive sweep and reconnects; the calls below need it back.
+      const reconnected = once(lamp.device, 'offline').then(() => once(lamp.device, 'online'));
       clock.advance(lifetime * 1000);
+      await reconnected;
       assert.equal((await post(`/v1/devices/${lamp.id}/led`, held, { arg: 'on' })).status, 401);
       assert.equal(await alice.app.callFunction(lamp.id, 'led', 'on'), 1);
       assert.equal(lamp.on, true);

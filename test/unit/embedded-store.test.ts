@@ -1,11 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openEmbedded } from '../src/storage/embedded.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openEmbedded } from '../../src/storage/embedded.js';
+import { eventually } from '../helpers/eventually.js';
 
 /** The embedded store runs PGlite in a thread of its own: what crosses between the threads, and what it does alone. */
 
+/** The run's template when there is one (scripts/run-tests.mjs): these tests need an empty cluster, not an empty database. */
+const fast = () => (process.env.TEST_EMBEDDED_TEMPLATE ? { template: process.env.TEST_EMBEDDED_TEMPLATE } : {});
+
 test('rows, parameters and errors cross the thread; a transaction commits, or rolls back when its work throws', async () => {
-  const db = await openEmbedded(undefined);
+  const db = await openEmbedded(undefined, fast());
   try {
     await db.exec('CREATE TABLE t (id integer PRIMARY KEY, at timestamptz, doc jsonb, raw bytea)');
     const at = new Date('2026-01-02T03:04:05.678Z');
@@ -29,17 +36,22 @@ test('rows, parameters and errors cross the thread; a transaction commits, or ro
       throw new Error('changed my mind');
     }), /changed my mind/);
     // A statement outside the transaction waits for it to end, and sees only what it committed.
-    let inside = false;
+    let inside!: () => void;
+    let release!: () => void;
+    const entered = new Promise<void>((r) => { inside = r; });
+    const held = new Promise<void>((r) => { release = r; });
     const during = db.transaction(async (tx) => {
       await tx.query('INSERT INTO t (id) VALUES (4)');
-      inside = true;
-      await new Promise((r) => setTimeout(r, 50));
+      inside();
+      await held;
       await tx.query('INSERT INTO t (id) VALUES (5)');
     });
-    while (!inside) await new Promise((r) => setImmediate(r));
-    const seen = await db.query<{ id: number }>('SELECT id FROM t ORDER BY id');
+    await entered;
+    const seen = db.query<{ id: number }>('SELECT id FROM t ORDER BY id');
+    // The outside statement is sent; the transaction goes on only now, and the statement must wait for its end.
+    release();
     await during;
-    assert.deepEqual(seen.map((r) => r.id), [1, 2, 4, 5]);
+    assert.deepEqual((await seen).map((r) => r.id), [1, 2, 4, 5]);
   } finally {
     await db.close();
   }
@@ -47,26 +59,23 @@ test('rows, parameters and errors cross the thread; a transaction commits, or ro
 });
 
 test('the store vacuums and analyses its tables by itself, as autovacuum would', async () => {
-  const db = await openEmbedded(undefined, { maintenanceMs: 100 });
+  const db = await openEmbedded(undefined, { maintenanceMs: 100, ...fast() });
   try {
     await db.exec('CREATE TABLE v (id integer PRIMARY KEY, n integer)');
     await db.query('INSERT INTO v SELECT g, 0 FROM generate_series(1, 2000) g');
     await db.query('UPDATE v SET n = 1');
     const stats = () => db.query<{ analysed: boolean; vacuumed: boolean }>("SELECT last_analyze IS NOT NULL AS analysed, last_vacuum IS NOT NULL AS vacuumed FROM pg_stat_user_tables WHERE relname = 'v'");
-    const deadline = Date.now() + 5000;
-    let s = (await stats())[0];
-    while (!(s?.analysed && s.vacuumed) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      s = (await stats())[0];
-    }
-    assert.deepEqual(s, { analysed: true, vacuumed: true });
+    await eventually(async () => {
+      const [s] = await stats();
+      return s?.analysed && s.vacuumed ? true : undefined;
+    });
   } finally {
     await db.close();
   }
 });
 
 test('a prepared statement with LIMIT and OFFSET parameters keeps its generic plan: not planned again at every run', async () => {
-  const db = await openEmbedded(undefined);
+  const db = await openEmbedded(undefined, fast());
   try {
     await db.exec('CREATE TABLE d (id text PRIMARY KEY, product_id integer NOT NULL)');
     await db.exec('CREATE INDEX ON d (product_id, id)');
@@ -83,5 +92,27 @@ test('a prepared statement with LIMIT and OFFSET parameters keeps its generic pl
     assert.deepEqual(stats, { generic_plans: 8, custom_plans: 0 });
   } finally {
     await db.close();
+  }
+});
+
+test('a store started from a template holds what the template held, and writes of its own stay its own', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'skyport-template-'));
+  const original = await openEmbedded(undefined, fast());
+  try {
+    await original.exec("CREATE TABLE kept (id integer PRIMARY KEY); INSERT INTO kept VALUES (1)");
+    const file = join(dir, 'template.tar');
+    writeFileSync(file, await original.dump());
+    const copies = await Promise.all([openEmbedded(undefined, { template: file }), openEmbedded(undefined, { template: file })]);
+    try {
+      await copies[0].query('INSERT INTO kept VALUES (2)');
+      assert.deepEqual((await copies[0].query<{ id: number }>('SELECT id FROM kept ORDER BY id')).map((r) => r.id), [1, 2]);
+      assert.deepEqual((await copies[1].query<{ id: number }>('SELECT id FROM kept')).map((r) => r.id), [1]);
+      assert.deepEqual((await original.query<{ id: number }>('SELECT id FROM kept')).map((r) => r.id), [1]);
+    } finally {
+      await Promise.all(copies.map((c) => c.close()));
+    }
+  } finally {
+    await original.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

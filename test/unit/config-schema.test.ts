@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_SCHEMA_VERSION, defaultSchema, schemaVersion } from '../src/domain/config/default-schema.js';
-import { checkSchema, configAjv } from '../src/domain/config/schema-rules.js';
+import { DEFAULT_SCHEMA_VERSION, defaultSchema, schemaVersion } from '../../src/domain/config/default-schema.js';
+import { checkSchema, configAjv } from '../../src/domain/config/schema-rules.js';
 
 /** The default tracker schema and the rules a product's custom schema must follow (docs/particle-compatibility.md#schema-keyword-restrictions). */
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

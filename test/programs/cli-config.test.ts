@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
-import { startTestServer, type TestServer } from './helpers/server.js';
-import { raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
-import { provision, type Identity } from './helpers/device.js';
-import { cliHome, skyport, type CliResult } from './helpers/cli.js';
-import { defaultSchema } from '../src/domain/config/default-schema.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { raw } from '../helpers/http.js';
+import { newProduct, signUp } from '../helpers/fixtures.js';
+import { provision, type Identity } from '../helpers/device.js';
+import { cliHome, skyport, type CliResult } from '../helpers/cli.js';
+import { defaultSchema } from '../../src/domain/config/default-schema.js';
 
 /**
  * The configuration and schema commands of the skyport CLI against a real cloud: values of the

@@ -1,7 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 
 // Keeps the README's walkthrough (examples/quickstart.mjs) true.
 let server: TestServer;

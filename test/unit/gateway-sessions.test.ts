@@ -3,14 +3,14 @@ import assert from 'node:assert/strict';
 import { Duplex } from 'node:stream';
 import mqttPacket from 'mqtt-packet';
 import type { IConnackPacket, IConnectPacket, IPublishPacket, Packet } from 'mqtt-packet';
-import { createGateway } from '../src/gateway/gateway.js';
-import { HELLO_GRACE_MS } from '../src/gateway/waiters.js';
-import { createInProcessBus } from '../src/bus/in-process.js';
-import type { CloudEvent, DeviceAnswer, DeviceCommand } from '../src/bus/bus.js';
-import { FailureLimiter } from '../src/domain/failure-limiter.js';
-import { manualClock } from '../src/platform/clock.js';
-import type { Log } from '../src/platform/log.js';
-import type { DeviceOwner, DeviceRecord } from '../src/repositories/devices.repository.js';
+import { createGateway } from '../../src/gateway/gateway.js';
+import { HELLO_GRACE_MS } from '../../src/gateway/waiters.js';
+import { createInProcessBus } from '../../src/bus/in-process.js';
+import type { CloudEvent, DeviceAnswer, DeviceCommand } from '../../src/bus/bus.js';
+import { FailureLimiter } from '../../src/domain/failure-limiter.js';
+import { manualClock } from '../../src/platform/clock.js';
+import type { Log } from '../../src/platform/log.js';
+import type { DeviceOwner, DeviceRecord } from '../../src/repositories/devices.repository.js';
 
 /**
  * The gateway's packet handlers in-process: devices are in-memory streams speaking mqtt-packet

@@ -2,12 +2,12 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createDevice, type Device } from '../src/sdk/index.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
-import { raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
-import { eventually } from './helpers/device.js';
-import { cliHome, skyport, type CliResult } from './helpers/cli.js';
+import { createDevice, type Device } from '../../src/sdk/index.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { raw } from '../helpers/http.js';
+import { newProduct, signUp } from '../helpers/fixtures.js';
+import { eventually } from '../helpers/eventually.js';
+import { cliHome, skyport, type CliResult } from '../helpers/cli.js';
 
 /**
  * The device commands of the skyport CLI against a real cloud: provisioning (secrets once, to a

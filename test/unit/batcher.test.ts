@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createBatcher } from '../src/storage/batcher.js';
+import { createBatcher } from '../../src/storage/batcher.js';
 
 test('items added together share a flush; a failed flush rejects only its own items', async () => {
   const flushes: number[][] = [];

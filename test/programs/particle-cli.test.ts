@@ -4,13 +4,14 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestServer, email, type TestServer } from './helpers/server.js';
-import { PASSWORD, enableMfa, newProduct, signUp } from './helpers/fixtures.js';
-import { eventually, provision, type Identity } from './helpers/device.js';
-import { raw } from './helpers/http.js';
-import { ensureParticleCli, particle, PARTICLE_CLI_VERSION, type CliResult } from './helpers/particle-cli.js';
-import { createDevice, type Device, type DeviceEventMessage } from '../src/sdk/index.js';
-import { totpNow } from '../src/domain/totp.js';
+import { startTestServer, email, type TestServer } from '../helpers/server.js';
+import { PASSWORD, enableMfa, newProduct, signUp } from '../helpers/fixtures.js';
+import { provision, type Identity } from '../helpers/device.js';
+import { eventually } from '../helpers/eventually.js';
+import { raw } from '../helpers/http.js';
+import { ensureParticleCli, particle, PARTICLE_CLI_VERSION, type CliResult } from '../helpers/particle-cli.js';
+import { createDevice, type Device, type DeviceEventMessage } from '../../src/sdk/index.js';
+import { totpNow } from '../../src/domain/totp.js';
 
 /**
  * The real particle-cli, unchanged, against Skyport (docs/compatibility.md): set up as a user

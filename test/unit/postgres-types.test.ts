@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseTimestamptz } from '../src/storage/pg-types.js';
+import { parseTimestamptz } from '../../src/storage/pg-types.js';
 
 test('timestamptz: the ISO fast path and the general parser read every form PostgreSQL writes', () => {
   const cases: Array<[string, string]> = [

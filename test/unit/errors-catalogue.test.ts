@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { ERRORS, type ErrorSpec } from '../src/domain/errors.js';
+import { ERRORS, type ErrorSpec } from '../../src/domain/errors.js';
 
 /** docs/errors.md documents every code of the error catalogue (src/domain/errors.ts), and only those. */
 
-const doc = readFileSync(new URL('../docs/errors.md', import.meta.url), 'utf8');
+const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
 /** The table rows, by code: `| \`code\` | status | \`error\` value | meaning | extras |`. */
 function rows(): Map<string, string[]> {

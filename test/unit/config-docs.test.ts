@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { configurationDoc } from '../src/config/settings-doc.js';
-import { SETTINGS } from '../src/config/settings.js';
+import { configurationDoc } from '../../src/config/settings-doc.js';
+import { SETTINGS } from '../../src/config/settings.js';
 
 test('docs/configuration.md is what `npm run docs:config` generates', () => {
-  const file = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8');
+  const file = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
   assert.equal(file, configurationDoc(), 'docs/configuration.md is out of date: run npm run docs:config');
 });
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadSettings, SETTINGS, SettingsError } from '../src/config/settings.js';
+import { loadSettings, SETTINGS, SettingsError } from '../../src/config/settings.js';
 
 test('defaults', () => {
   const s = loadSettings({});

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { coalesce } from '../src/repositories/audit.repository.js';
+import { coalesce } from '../../src/repositories/audit.repository.js';
 
 test('identical audit events of one batch become one with a count; different ones stay apart', () => {
   const at = new Date('2026-01-01T00:00:00Z');

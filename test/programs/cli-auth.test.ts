@@ -2,11 +2,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startTestServer, type TestServer } from './helpers/server.js';
-import { raw } from './helpers/http.js';
-import { enableMfa, signUp } from './helpers/fixtures.js';
-import { cliHome, skyport } from './helpers/cli.js';
-import { totpNow } from '../src/domain/totp.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { raw } from '../helpers/http.js';
+import { enableMfa, signUp } from '../helpers/fixtures.js';
+import { cliHome, skyport } from '../helpers/cli.js';
+import { totpNow } from '../../src/domain/totp.js';
 
 /** The skyport CLI: login (with MFA), whoami, logout, profiles and their permissions, errors. */
 let server: TestServer;

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cacheDevices } from '../src/repositories/devices.cache.js';
-import { manualClock } from '../src/platform/clock.js';
-import type { DeviceRecord, DeviceScope, DevicesRepository } from '../src/repositories/devices.repository.js';
-import type { Tx } from '../src/storage/db.js';
+import { cacheDevices } from '../../src/repositories/devices.cache.js';
+import { manualClock } from '../../src/platform/clock.js';
+import type { DeviceRecord, DeviceScope, DevicesRepository } from '../../src/repositories/devices.repository.js';
+import type { Tx } from '../../src/storage/db.js';
 
 test('a read that raced a reported change is not kept: the next read goes to storage again', async () => {
   let stored = { id: 'a'.repeat(24), functions: [] as string[] } as unknown as DeviceRecord;

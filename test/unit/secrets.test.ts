@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { randomText, sha256 } from '../src/platform/secrets.js';
+import { randomText, sha256 } from '../../src/platform/secrets.js';
 
 test('random text: the asked number of bytes, in the asked encoding, never repeated across pool refills', () => {
   const seen = new Set<string>();

@@ -2,11 +2,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startTestServer, type TestServer } from './helpers/server.js';
-import { raw } from './helpers/http.js';
-import { enableMfa, newProduct, signUp } from './helpers/fixtures.js';
-import { cliHome, failedWith, skyport } from './helpers/cli.js';
-import { totpNow } from '../src/domain/totp.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { raw } from '../helpers/http.js';
+import { enableMfa, newProduct, signUp } from '../helpers/fixtures.js';
+import { cliHome, failedWith, skyport } from '../helpers/cli.js';
+import { totpNow } from '../../src/domain/totp.js';
 
 /** The skyport CLI: `token create|current|revoke` and `client list|create|update|delete`. */
 let server: TestServer;
