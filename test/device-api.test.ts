@@ -148,10 +148,13 @@ test('events: device to streams (getEventStream, SSE format, keep-alive), API to
     assert.equal(devB.received[0]?.name, 'alarm/fire');
     assert.equal(devB.received[0]?.data, 'on');
     assert.equal(devB.received[0]?.coreid, 'api');
-    // Not subscribed to that name: devB gets nothing; devA (all events) gets it.
+    // Not subscribed to that name: devB gets nothing; devA (all events) gets it. The next alarm is
+    // devB's sentinel: events reach a device in the order they were published.
     await api.publishEvent({ name: 'other', data: 'x', isPrivate: true, product: product.id, auth: token });
     await eventually(() => (devA.received.some((e) => e.name === 'other') ? true : undefined));
-    assert.equal(devB.received.length, 1);
+    await api.publishEvent({ name: 'alarm/sentinel', data: 'y', isPrivate: true, product: product.id, auth: token });
+    await eventually(() => (devB.received.length >= 2 ? true : undefined));
+    assert.deepEqual(devB.received.map((e) => e.name), ['alarm/fire', 'alarm/sentinel']);
 
     // Presence is an event too.
     const offline = nextEvent(productStream, 'spark/status');
