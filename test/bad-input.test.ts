@@ -302,7 +302,9 @@ test('unknown routes answer 404 JSON', async () => {
     ['/v1/nothing-here', { method: 'POST', body: '<x/>', headers: { 'content-type': 'text/xml' } }],
     ['/oauth/token', {}],
     ['/v2/user', { token }],
-    ['/', {}],
+    // `/` is the web console's page (GET); anything else there is no route.
+    ['/', { method: 'POST', json: {} }],
+    ['/no-such-page', {}],
   ];
   for (const [path, init] of cases) isClearError(await raw(`${server.url}${path}`, init), 404, `${init.method ?? 'GET'} ${path}`, 'not_found', /No route/);
 });

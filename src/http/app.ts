@@ -25,6 +25,7 @@ import type { EventService } from '../services/events.service.js';
 import { createGuard } from './auth.js';
 import { productScope } from './product-scope.js';
 import { frameworkError, installErrorHandling, requestIdOf, stampRequestId } from './error-handler.js';
+import { consoleBuilt, consolePage, consolePages } from './console.js';
 import { lazyChildLogger, loggerOptions } from './logging.js';
 import { ErrorBody } from './schemas.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
@@ -96,7 +97,8 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     },
   });
   app.addSchema(ErrorBody);
-  installErrorHandling(app);
+  const withConsole = consoleBuilt();
+  installErrorHandling(app, withConsole ? consolePage : undefined);
   app.decorateRequest('auth', null);
 
   // Both hooks are synchronous and take `done`: they run on every request, and a callback hook
@@ -141,6 +143,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  if (withConsole) await consolePages(app);
   await app.ready();
   return app;
 }

@@ -8,7 +8,7 @@ import { DomainError, ERRORS } from '../domain/errors.js';
  * which also satisfies RFC 6749 §5.2 on the OAuth endpoints. A 5xx shows only a request id;
  * its cause goes to the log.
  */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, page?: (req: FastifyRequest, reply: FastifyReply) => FastifyReply | null): void {
   app.setErrorHandler(function handleError(err: FastifyError | DomainError | Error, req, reply) {
     const domain = toDomainError(err, req);
     if (domain.status >= 500) {
@@ -20,6 +20,9 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler(function routeNotFound(req, reply) {
+    // A browser's request for a page of the web console (src/http/console.ts).
+    const answered = page?.(req, reply);
+    if (answered) return answered;
     return sendError(reply, new DomainError('not_found', `No route ${req.method} ${req.url.split('?')[0]}`), req.id);
   });
 }

@@ -23,6 +23,7 @@ export const PUBLIC_CLIENTS: ReadonlyArray<{ id: string; secret: string; tool: s
   { id: 'user', secret: 'client_secret_here', tool: 'particle-cli 3.43 token create' },
   { id: 'particle', secret: 'particle', tool: 'Particle documentation examples' },
   { id: 'skyport-cli', secret: 'skyport-cli', tool: 'skyport CLI' },
+  { id: 'skyport-console', secret: 'skyport-console', tool: 'the web console' },
 ];
 
 /** An authenticated caller of the token endpoint. */

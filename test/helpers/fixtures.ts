@@ -34,11 +34,11 @@ export async function newProduct(url: string, token: string, name = 'Tracker Fle
   return r.json.product as { id: number; slug: string };
 }
 
-/** Turns MFA on for the account of `token` through the API; answers the TOTP secret. */
-export async function enableMfa(url: string, token: string): Promise<string> {
+/** Turns MFA on for the account of `token` through the API (codes of the time `at`, the server's); answers the TOTP secret. */
+export async function enableMfa(url: string, token: string, at: () => Date = () => new Date()): Promise<string> {
   const start = await raw(`${url}/v1/user/mfa-enable`, { token });
   const secret = start.json.secret as string;
-  const confirm = await raw(`${url}/v1/user/mfa-enable`, { method: 'POST', token, json: { mfa_token: start.json.mfa_token, otp: totpNow(secret, new Date()) } });
+  const confirm = await raw(`${url}/v1/user/mfa-enable`, { method: 'POST', token, json: { mfa_token: start.json.mfa_token, otp: totpNow(secret, at()) } });
   assert.equal(confirm.status, 200, confirm.text);
   return secret;
 }
