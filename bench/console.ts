@@ -11,9 +11,11 @@ import { gitCommit, onCleanup, option, percentile, ROOT, round2, runBenchmark, s
 
 runBenchmark('console', 300, async () => {
   const runs = Number(option(process.argv.slice(2), '--runs') ?? 15);
-  const assets = join(ROOT, 'dist', 'console', 'assets');
-  const files = readdirSync(assets).filter((f) => f.endsWith('.js') || f.endsWith('.css'));
-  const gz = (ext: string) => files.filter((f) => f.endsWith(ext)).reduce((n, f) => n + gzipSync(readFileSync(join(assets, f))).length, 0);
+  // The first page loads what index.html names; the rest (the configuration forms) comes later.
+  const built = join(ROOT, 'dist', 'console');
+  const first = [...readFileSync(join(built, 'index.html'), 'utf8').matchAll(/(?:src|href)="\/(assets\/[^"]+)"/g)].map((m) => m[1] as string);
+  const all = readdirSync(join(built, 'assets')).filter((f) => f.endsWith('.js')).map((f) => `assets/${f}`);
+  const gzOf = (files: string[], ext: string) => files.filter((f) => f.endsWith(ext)).reduce((n, f) => n + gzipSync(readFileSync(join(built, f))).length, 0);
 
   const server = await startSkyport('embedded', { build: ROOT });
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
@@ -44,7 +46,8 @@ runBenchmark('console', 300, async () => {
   const median = (xs: number[]) => round2(percentile(xs, 50));
   console.log(JSON.stringify({
     commit: gitCommit(), runs,
-    first_load_gzip_bytes: { js: gz('.js'), css: gz('.css') },
+    first_load_gzip_bytes: { js: gzOf(first, '.js'), css: gzOf(first, '.css') },
+    all_javascript_gzip_bytes: gzOf(all, '.js'),
     console_first_page_ms: median(consoleMs),
     openapi_json_ms: median(openapiMs),
     ratio: round2(median(consoleMs) / median(openapiMs)),

@@ -4,8 +4,13 @@ import { ApiError } from './api.js';
 import { forget, logOut, savedSession, type Session } from './session.js';
 import { SignIn } from './pages/SignIn.js';
 import { Products } from './pages/Products.js';
+import { Product } from './pages/Product.js';
+import { Link, Route, Routes } from 'react-router';
 
-/** The console: sign-in until there is a session, then the user's pages. */
+/**
+ * The console: sign-in until there is a session, then the user's pages. Signing in keeps the
+ * address, so a session that ended comes back to the page it was on.
+ */
 export function App() {
   const [session, setSession] = useState<Session | null>(savedSession);
   const [expired, setExpired] = useState(false);
@@ -35,12 +40,16 @@ export function App() {
   return (
     <QueryClientProvider client={client}>
       <header>
-        <span className="brand">Skyport</span>
+        <Link to="/" className="brand">Skyport</Link>
         <span className="who">{session.username}</span>
         <button type="button" onClick={() => { void logOut(session); setSession(null); }}>Log out</button>
       </header>
       <main>
-        <Products session={session} />
+        <Routes>
+          <Route path="/" element={<Products session={session} />} />
+          <Route path="/products/:slug/*" element={<Product session={session} />} />
+          <Route path="*" element={<p>No such page. <Link to="/">Your products</Link></p>} />
+        </Routes>
       </main>
     </QueryClientProvider>
   );

@@ -25,7 +25,7 @@ export async function consolePages(app: FastifyInstance): Promise<void> {
     wildcard: false,
     index: 'index.html',
     setHeaders(res, path) {
-      res.header('cache-control', path.endsWith('.html') ? 'no-cache' : 'public, max-age=31536000, immutable');
+      res.setHeader('cache-control', path.endsWith('.html') ? 'no-cache' : 'public, max-age=31536000, immutable');
     },
   });
 }

@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link } from 'react-router';
 import { api } from '../api.js';
 import type { Session } from '../session.js';
 
@@ -58,7 +59,7 @@ export function Products({ session }: { session: Session }) {
           <thead><tr><th scope="col">Name</th><th scope="col">Slug</th><th scope="col">ID</th><th scope="col">Description</th></tr></thead>
           <tbody>
             {products.data.products.map((p) => (
-              <tr key={p.id}><td>{p.name}</td><td>{p.slug}</td><td>{p.id}</td><td>{p.description}</td></tr>
+              <tr key={p.id}><td><Link to={`/products/${p.slug}`}>{p.name}</Link></td><td>{p.slug}</td><td>{p.id}</td><td>{p.description}</td></tr>
             ))}
           </tbody>
         </table>

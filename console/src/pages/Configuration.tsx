@@ -1,0 +1,77 @@
+import { useState } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import Form from '@rjsf/core';
+import { customizeValidator } from '@rjsf/validator-ajv8';
+import type { ErrorSchema } from '@rjsf/utils';
+import { api, ApiError } from '../api.js';
+import type { Session } from '../session.js';
+import { errorsAt, firmwareNotes, fleetSchema, type ConfigSchema, type Violation } from '../config-form.js';
+
+type Values = Record<string, unknown>;
+interface DryRun { devices: { changed: number; online: number } }
+
+// The schemas carry keywords of their own (deviceLevelOnly, firmware ranges): not errors here.
+const validator = customizeValidator({ ajvOptionsOverrides: { strict: false } });
+
+/** The fleet's settings as a form drawn from the schema in force; a dry run before saving. */
+export function Configuration({ session, product }: { session: Session; product: string }) {
+  const base = `/v1/products/${encodeURIComponent(product)}/config`;
+  const client = useQueryClient();
+  const schema = useQuery({ queryKey: ['schema', product], queryFn: () => api<ConfigSchema>(base, { token: session.token, headers: { accept: 'application/schema+json' } }) });
+  const values = useQuery({ queryKey: ['fleet-values', product], queryFn: () => api<{ configuration: Values }>(base, { token: session.token }) });
+  const [draft, setDraft] = useState<Values | null>(null);
+  const [serverErrors, setServerErrors] = useState<ErrorSchema | undefined>();
+  const [reach, setReach] = useState<string | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+
+  const put = (body: Values, dryRun: boolean) => api<Values & DryRun & { version?: number }>(`${base}${dryRun ? '?dry_run=true' : ''}`, { method: 'PUT', token: session.token, json: body });
+  const onRefused = (err: Error) => {
+    if (err instanceof ApiError && Array.isArray(err.body.violations)) setServerErrors(errorsAt(err.body.violations as Violation[]));
+  };
+  const check = useMutation({
+    mutationFn: (body: Values) => put(body, true),
+    onSuccess: (r) => setReach(`This change reaches ${r.devices.changed} device(s), ${r.devices.online} of them online now.`),
+    onError: onRefused,
+  });
+  const save = useMutation({
+    mutationFn: (body: Values) => put(body, false),
+    onSuccess: async (r) => {
+      setSaved(`Saved as version ${r.version ?? ''}: connected devices take it now, the others when they reconnect.`);
+      setDraft(null);
+      setReach(null);
+      await client.invalidateQueries({ queryKey: ['fleet-values', product] });
+    },
+    onError: onRefused,
+  });
+
+  if (schema.error || values.error) return <p role="alert" className="error">{(schema.error ?? values.error)?.message}</p>;
+  if (!schema.data || !values.data) return <p>Loading…</p>;
+  const formSchema = fleetSchema(schema.data);
+  const data = draft ?? values.data.configuration;
+  return (
+    <section aria-labelledby="config-title">
+      <h3 id="config-title">Fleet configuration</h3>
+      <p>Each panel is a module of the schema in force. Saving sends the whole configuration.</p>
+      <Form
+        schema={formSchema}
+        uiSchema={{ ...firmwareNotes(formSchema), 'ui:submitButtonOptions': { submitText: 'Save' } }}
+        validator={validator}
+        formData={data}
+        extraErrors={serverErrors}
+        showErrorList="top"
+        // The schema's own messages, at their fields, rather than the browser's bubbles.
+        noHtml5Validate
+        onChange={(e) => { setDraft(e.formData as Values); setSaved(null); setReach(null); setServerErrors(undefined); }}
+        onSubmit={(e) => save.mutate(e.formData as Values)}
+      >
+        <div className="row">
+          <button type="button" disabled={check.isPending} onClick={() => check.mutate(data)}>Check reach</button>
+          <button type="submit" disabled={save.isPending}>Save</button>
+        </div>
+      </Form>
+      {reach && <p role="status">{reach}</p>}
+      {saved && <p role="status">{saved}</p>}
+      {(save.error ?? check.error) && <p role="alert" className="error">{(save.error ?? check.error)?.message}</p>}
+    </section>
+  );
+}

@@ -1,0 +1,26 @@
+import { lazy, Suspense } from 'react';
+import { NavLink, Route, Routes, useParams } from 'react-router';
+import type { Session } from '../session.js';
+import { Fleet } from './Fleet.js';
+
+// The schema forms (react-jsonschema-form and Ajv) are most of the console's code: loaded when
+// the configuration is opened, not for the first page.
+const Configuration = lazy(() => import('./Configuration.js').then((m) => ({ default: m.Configuration })));
+
+/** One product: its fleet and its configuration, each a page of its own (a URL to come back to). */
+export function Product({ session }: { session: Session }) {
+  const { slug = '' } = useParams();
+  return (
+    <section aria-labelledby="product-title">
+      <h2 id="product-title">{slug}</h2>
+      <nav aria-label="Product" className="tabs">
+        <NavLink to="" end>Devices</NavLink>
+        <NavLink to="config">Configuration</NavLink>
+      </nav>
+      <Routes>
+        <Route index element={<Fleet session={session} product={slug} />} />
+        <Route path="config" element={<Suspense fallback={<p>Loading…</p>}><Configuration session={session} product={slug} /></Suspense>} />
+      </Routes>
+    </section>
+  );
+}

@@ -1,0 +1,89 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Browser, Page } from 'playwright-core';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { raw } from '../helpers/http.js';
+import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
+import { configDevice, provision, type Holdings } from '../helpers/device.js';
+import { eventually } from '../helpers/eventually.js';
+import { launch, newPage } from '../helpers/browser.js';
+
+/** The console's product pages in Chromium: the fleet's devices, and its configuration form. */
+let server: TestServer;
+let browser: Browser;
+before(async () => {
+  server = await startTestServer();
+  browser = await launch();
+});
+after(async () => {
+  await browser.close();
+  await server.close();
+});
+
+async function loggedIn(username: string, path: string): Promise<Page> {
+  const page = await newPage(browser, server.url);
+  // A page asked for before logging in is the page shown after.
+  await page.goto(path);
+  await page.getByLabel('E-mail').fill(username);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  return page;
+}
+
+test('the fleet page lists the product devices, online or not', async () => {
+  const { username, token } = await signUp(server.url);
+  const product = await newProduct(server.url, token, 'Listed');
+  const online = await provision(server.url, token, product.id);
+  const offline = await provision(server.url, token, product.id);
+  const device = await configDevice(server.mqttUrl, online, new Map());
+  try {
+    const page = await loggedIn(username, `/products/${product.slug}`);
+    await page.getByRole('heading', { name: 'Devices' }).waitFor();
+    const state = async (id: string) => (await page.getByRole('row', { name: new RegExp(id) }).textContent()) ?? '';
+    await page.getByRole('row', { name: new RegExp(online.id) }).waitFor();
+    assert.match(await state(online.id), /online/);
+    assert.match(await state(offline.id), /offline/);
+    assert.match((await page.getByText(/Page 1 of 1/).textContent()) ?? '', /2 devices/);
+    await page.context().close();
+  } finally {
+    device.client.end(true);
+  }
+});
+
+test('the fleet configuration form: drawn from the schema, a dry run, saved and taken by a connected device', async () => {
+  const { username, token } = await signUp(server.url);
+  const product = await newProduct(server.url, token, 'Configured');
+  const who = await provision(server.url, token, product.id);
+  const held: Holdings = new Map();
+  const device = await configDevice(server.mqttUrl, who, held);
+  try {
+    await eventually(() => (held.get('rgb')?.value.type === 'particle' ? true : undefined));
+    const page = await loggedIn(username, `/products/${product.slug}/config`);
+    await page.getByRole('heading', { name: 'Fleet configuration' }).waitFor();
+    // One panel per module, in the schema's order; geofence is device-level only.
+    const legends = await page.locator('fieldset fieldset > legend').allTextContents();
+    // (A required module's legend ends with a star.)
+    assert.deepEqual(legends.slice(0, 5).map((l) => l.replace(/\*$/, '').trim()), ['Location', 'Store and Forward', 'Motion', 'Temperature', 'RGB LED']);
+    assert.ok(!legends.some((l) => l.includes('Geofence')), legends.join(', '));
+
+    await page.locator('select#root_rgb_type').selectOption('off');
+    await page.getByRole('button', { name: 'Check reach' }).click();
+    await page.getByText('This change reaches 1 device(s), 1 of them online now.').waitFor();
+    // A value out of its range is shown at its field, and nothing is saved.
+    await page.locator('#root_sleep_exe_min').fill('-5');
+    await page.getByRole('button', { name: 'Save' }).click();
+    const fieldError = page.locator('#root_sleep_exe_min__error');
+    await fieldError.waitFor();
+    assert.match((await fieldError.textContent()) ?? '', /must be >=/);
+    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config`, { token })).json.configuration.rgb.type, 'particle');
+
+    await page.locator('#root_sleep_exe_min').fill('10');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText(/Saved as version/).waitFor();
+    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config`, { token })).json.configuration.rgb.type, 'off');
+    await eventually(() => (held.get('rgb')?.value.type === 'off' ? true : undefined));
+    await page.context().close();
+  } finally {
+    device.client.end(true);
+  }
+});
