@@ -6,7 +6,7 @@ import { raw } from '../helpers/http.js';
 import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
 import { configDevice, provision, type Holdings } from '../helpers/device.js';
 import { eventually } from '../helpers/eventually.js';
-import { launch, newPage } from '../helpers/browser.js';
+import { fitsPhoneWidth, launch, newPage, seriousA11yViolations } from '../helpers/browser.js';
 
 /** The console's product pages in Chromium: the fleet's devices, and its configuration form. */
 let server: TestServer;
@@ -44,6 +44,8 @@ test('the fleet page lists the product devices, online or not', async () => {
     assert.match(await state(online.id), /online/);
     assert.match(await state(offline.id), /offline/);
     assert.match((await page.getByText(/Page 1 of 1/).textContent()) ?? '', /2 devices/);
+    assert.deepEqual(await seriousA11yViolations(page), [], 'the fleet page');
+    assert.ok(await fitsPhoneWidth(page), 'the fleet page fits a phone');
     await page.context().close();
   } finally {
     device.client.end(true);
@@ -65,6 +67,8 @@ test('the fleet configuration form: drawn from the schema, a dry run, saved and 
     // (A required module's legend ends with a star.)
     assert.deepEqual(legends.slice(0, 5).map((l) => l.replace(/\*$/, '').trim()), ['Location', 'Store and Forward', 'Motion', 'Temperature', 'RGB LED']);
     assert.ok(!legends.some((l) => l.includes('Geofence')), legends.join(', '));
+    assert.deepEqual(await seriousA11yViolations(page), [], 'the configuration form');
+    assert.ok(await fitsPhoneWidth(page), 'the configuration form fits a phone');
 
     await page.locator('select#root_rgb_type').selectOption('off');
     await page.getByRole('button', { name: 'Check reach' }).click();

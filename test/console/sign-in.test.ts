@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { email, manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 import { raw } from '../helpers/http.js';
 import { enableMfa, PASSWORD, signUp } from '../helpers/fixtures.js';
-import { launch, newPage } from '../helpers/browser.js';
+import { fitsPhoneWidth, launch, newPage, seriousA11yViolations } from '../helpers/browser.js';
 import { totpNow } from '../../src/domain/totp.js';
 
 /** The web console in Chromium: signing up, logging in (with MFA), products, logging out. */
@@ -38,11 +38,14 @@ test('sign up, create a product, see it listed; log out revokes the console toke
   const page = await newPage(browser, server.url);
   const username = email('console');
   await page.goto('/');
+  await page.getByRole('heading', { name: 'Log in' }).waitFor();
+  assert.deepEqual(await seriousA11yViolations(page), [], 'the log-in page');
   await page.getByRole('button', { name: 'New here? Create an account' }).click();
   await page.getByLabel('E-mail').fill(username);
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Sign up' }).click();
   await page.getByText('No products yet').waitFor();
+  assert.deepEqual(await seriousA11yViolations(page), [], 'the products page');
   assert.equal(await page.locator('header .who').textContent(), username);
 
   await page.getByRole('button', { name: 'New product' }).click();
@@ -52,6 +55,7 @@ test('sign up, create a product, see it listed; log out revokes the console toke
   const row = page.getByRole('row', { name: /Console Fleet/ });
   await row.waitFor();
   assert.match((await row.textContent()) ?? '', /console-fleet/);
+  assert.ok(await fitsPhoneWidth(page), 'the products page fits a phone');
 
   // What the page showed is what the API holds.
   const token = await tokenOf(page);
@@ -91,6 +95,7 @@ test('an account with MFA on logs in with its one-time code; a wrong code is ref
   const page = await newPage(browser, server.url);
   await logIn(page, username);
   await page.getByRole('heading', { name: 'Two-step verification' }).waitFor();
+  assert.deepEqual(await seriousA11yViolations(page), [], 'the MFA step');
   await page.getByLabel('Code').fill(totpNow(secret, clock.now()) === '000000' ? '111111' : '000000');
   await page.getByRole('button', { name: 'Verify' }).click();
   await page.getByRole('alert').waitFor();

@@ -1,4 +1,7 @@
+import { createRequire } from 'node:module';
 import { chromium, type Browser, type Page } from 'playwright-core';
+
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
 /**
  * Debian's Chromium, headless, driven by playwright-core (.ci/run installs the `chromium`
@@ -14,4 +17,24 @@ export function launch(): Promise<Browser> {
 export async function newPage(browser: Browser, url: string): Promise<Page> {
   const context = await browser.newContext({ baseURL: url });
   return context.newPage();
+}
+
+/**
+ * axe-core's check of the page as it stands: the violations of impact serious or critical, as
+ * lines ("rule: target"), to be empty.
+ */
+export async function seriousA11yViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: AXE });
+  const found = await page.evaluate('axe.run(document, { resultTypes: ["violations"] })') as { violations: Array<{ id: string; impact: string | null; nodes: Array<{ target: unknown[] }> }> };
+  return found.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .flatMap((v) => v.nodes.map((n) => `${v.id}: ${JSON.stringify(n.target)}`));
+}
+
+/** Whether the page fits a phone's width (375 CSS pixels) without scrolling sideways. */
+export async function fitsPhoneWidth(page: Page): Promise<boolean> {
+  await page.setViewportSize({ width: 375, height: 740 });
+  const wide = await page.evaluate('document.documentElement.scrollWidth') as number;
+  await page.setViewportSize({ width: 1280, height: 800 });
+  return wide <= 375;
 }
