@@ -42,7 +42,8 @@ export function App() {
       <header>
         <Link to="/" className="brand">Skyport</Link>
         <span className="who">{session.username}</span>
-        <button type="button" onClick={() => { void logOut(session); setSession(null); }}>Log out</button>
+        {/* Sign-in shows once the token is revoked, not while the revocation is still on its way. */}
+        <button type="button" onClick={() => { void logOut(session).then(() => setSession(null)); }}>Log out</button>
       </header>
       <main>
         <Routes>
