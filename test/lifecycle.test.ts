@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,7 +7,7 @@ import { join } from 'node:path';
 import { freshStore, startTestServer, email, manualClock, STORE } from './helpers/server.js';
 import { particle } from './helpers/particle.js';
 import { raw } from './helpers/http.js';
-import { BIN } from './helpers/cli.js';
+import { spawnSkyport } from './helpers/cli.js';
 import { eventually } from './helpers/eventually.js';
 import { totpNow } from '../src/domain/totp.js';
 
@@ -40,15 +39,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-function run(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => { out += String(d); });
-  child.stderr.on('data', (d) => { err += String(d); });
-  const exit = new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { child, exit, out: () => out, err: () => err };
-}
+const run = (args: string[], env: Record<string, string>) => spawnSkyport(args, { LOG_LEVEL: 'silent', ...env });
 
 // The server process tests run on the embedded store (the one `npm start` uses).
 const processTest = STORE === 'embedded' ? test : test.skip;

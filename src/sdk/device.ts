@@ -46,6 +46,8 @@ export interface DeviceOptions {
   configDir?: string;
 }
 
+/** Where a device stands (Device.state). */
+export type DeviceState = 'online' | 'connecting' | 'waiting' | 'closing' | 'closed';
 
 type Waiter = (err?: Error) => void;
 interface PendingClaim { resolve: () => void; reject: (err: Error) => void; timer: NodeJS.Timeout }
@@ -58,8 +60,6 @@ interface PendingClaim { resolve: () => void; reject: (err: Error) => void; time
  * Events: 'online', 'offline', 'error' (Error), 'warning' (CloudWarning), 'signal' (boolean),
  * 'config' (module name, the value applied).
  */
-export type DeviceState = 'online' | 'connecting' | 'waiting' | 'closing' | 'closed';
-
 export class Device extends EventEmitter {
   readonly id: string;
   private client: mqtt.MqttClient | null = null;

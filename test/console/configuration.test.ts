@@ -6,7 +6,7 @@ import { raw } from '../helpers/http.js';
 import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
 import { configDevice, provision, type Holdings } from '../helpers/device.js';
 import { eventually } from '../helpers/eventually.js';
-import { fitsPhoneWidth, launch, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
 
 /** The console's product pages in Chromium: the fleet's devices, and its configuration form. */
 let server: TestServer;
@@ -22,11 +22,7 @@ after(async () => {
 
 async function loggedIn(username: string, path: string): Promise<Page> {
   const page = await newPage(browser, server.url);
-  // A page asked for before logging in is the page shown after.
-  await page.goto(path);
-  await page.getByLabel('E-mail').fill(username);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, username, PASSWORD, path);
   return page;
 }
 

@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { email, manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 import { raw } from '../helpers/http.js';
 import { enableMfa, PASSWORD, signUp } from '../helpers/fixtures.js';
-import { fitsPhoneWidth, launch, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
 import { totpNow } from '../../src/domain/totp.js';
 
 /** The web console in Chromium: signing up, logging in (with MFA), products, logging out. */
@@ -25,13 +25,6 @@ after(async () => {
 async function tokenOf(page: Page): Promise<string | null> {
   const kept = await page.evaluate("sessionStorage.getItem('skyport.session')") as string | null;
   return kept ? (JSON.parse(kept) as { token: string }).token : null;
-}
-
-async function logIn(page: Page, username: string, password = PASSWORD) {
-  await page.goto('/');
-  await page.getByLabel('E-mail').fill(username);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Log in' }).click();
 }
 
 test('sign up, create a product, see it listed; log out revokes the console token', async () => {

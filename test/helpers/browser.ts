@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { PASSWORD } from './fixtures.js';
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
@@ -33,8 +34,17 @@ export async function seriousA11yViolations(page: Page): Promise<string[]> {
 
 /** Whether the page fits a phone's width (375 CSS pixels) without scrolling sideways. */
 export async function fitsPhoneWidth(page: Page): Promise<boolean> {
+  const before = page.viewportSize();
   await page.setViewportSize({ width: 375, height: 740 });
   const wide = await page.evaluate('document.documentElement.scrollWidth') as number;
-  await page.setViewportSize({ width: 1280, height: 800 });
+  if (before) await page.setViewportSize(before);
   return wide <= 375;
+}
+
+/** Logs in on the console's form at `path`: a page asked for before logging in is the page shown after. */
+export async function logIn(page: Page, username: string, password = PASSWORD, path = '/'): Promise<void> {
+  await page.goto(path);
+  await page.getByLabel('E-mail').fill(username);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
 }

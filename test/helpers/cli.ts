@@ -46,3 +46,17 @@ export function failedWith(r: CliResult, pattern: RegExp): void {
   assert.match(r.stderr, /^skyport: /);
   assert.match(r.stderr.trimEnd(), pattern);
 }
+
+/**
+ * `skyport …` left running, with the test's environment (and `env` over it): for servers and
+ * simulations a test stops itself. `exit` resolves with the exit code.
+ */
+export function spawnSkyport(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => { out += String(d); });
+  child.stderr.on('data', (d) => { err += String(d); });
+  const exit = new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { child, exit, out: () => out, err: () => err };
+}

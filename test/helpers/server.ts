@@ -25,9 +25,9 @@ export interface TestStore {
 }
 
 /**
- * A fresh, migrated store; `open` may be called again to reopen the same data (restart tests).
- * Under scripts/run-tests.mjs it is copied from the run's template (test/helpers/templates.ts);
- * a file run on its own makes it from nothing.
+ * A fresh store; `open` may be called again to reopen the same data (restart tests). Under
+ * scripts/run-tests.mjs it is a copy of the run's migrated template (test/helpers/templates.ts);
+ * a file run on its own gets an empty one. startTestServer migrates it either way.
  */
 export async function freshStore(options: { dataDir?: string } = {}): Promise<TestStore> {
   if (STORE === 'postgres') {

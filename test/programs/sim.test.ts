@@ -1,6 +1,5 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +8,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { raw } from '../helpers/http.js';
 import { eventually } from '../helpers/eventually.js';
 import { newProduct, signUp } from '../helpers/fixtures.js';
-import { BIN } from '../helpers/cli.js';
+import { spawnSkyport } from '../helpers/cli.js';
 
 /** `skyport sim` as a user runs it, against a started server. */
 let server: TestServer;
@@ -20,12 +19,9 @@ interface Run { code: number | null; out: string; err: string }
 
 /** `skyport sim ...` in a child process; `kill` sends it a signal while it runs. */
 function simProcess(args: string[], env: Record<string, string> = {}): { done: Promise<Run>; kill: (signal: NodeJS.Signals) => void; output: () => Run } {
-  const child = spawn(process.execPath, [BIN, 'sim', ...args], { env: { ...process.env, ...env } });
-  const run: Run = { code: null, out: '', err: '' };
-  child.stdout.on('data', (d) => { run.out += String(d); });
-  child.stderr.on('data', (d) => { run.err += String(d); });
-  const done = new Promise<Run>((resolve) => child.on('close', (code) => resolve({ ...run, code })));
-  return { done, kill: (signal) => child.kill(signal), output: () => run };
+  const p = spawnSkyport(['sim', ...args], env);
+  const output = (code: number | null = null): Run => ({ code, out: p.out(), err: p.err() });
+  return { done: p.exit.then(output), kill: (signal) => p.child.kill(signal), output: () => output() };
 }
 
 const sim = (args: string[], env: Record<string, string> = {}) => simProcess(args, env).done;

@@ -20,8 +20,7 @@ export function memoHash(): (value: Json) => string {
   };
 }
 
-/** What the cloud has recorded of one module on a device: the hash it holds, or the hash it refused. */
-/** What a device holds of a module: the hash in sync, or the hash of the value it refused and its code. */
+/** What the cloud has recorded of one module on a device: the hash it holds, or the hash it refused and the device's code. */
 export interface HeldHash { hash: string | null; status: 'in_sync' | 'rejected'; refusedHash: string | null; code: number | null }
 
 export type ModuleState = 'in_sync' | 'pending' | 'rejected';

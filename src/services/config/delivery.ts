@@ -13,6 +13,15 @@ import { createDeviceTurns } from './turns.js';
 
 type Json = Record<string, unknown>;
 
+/** How one delivery runs (deliver in createConfigDelivery). */
+interface Delivering {
+  /** The hashes the device reported at connect. */
+  reported?: Record<string, string> | undefined;
+  /** The modules a write of the device's own values set, which its answer reports on. */
+  answering?: ReadonlySet<string>;
+  hashOf?: (value: Json) => string;
+}
+
 export type ModuleResult = { module: string; status: 'in_sync' } | { module: string; status: 'rejected'; code: number } | { module: string; status: 'pending'; reason: 'offline' | 'timeout' };
 
 /**
@@ -44,9 +53,11 @@ export function createConfigDelivery(deps: {
    * Sends what differs from what the device holds; stops at the first module the device does not
    * answer. `reported` is what the device said at connect; without it (a change while connected),
    * a value the device already refused is not sent again, and counts as refused in the results
-   * for the modules of `answering` (those a write of the device's own values set).
+   * for the modules of `answering` (those a write of the device's own values set). `hashOf` may
+   * be shared by the devices of one read, which mostly take the same values.
    */
-  async function deliver(deviceId: string, values: Values, held: Map<string, HeldHash>, reported?: Record<string, string>, hashOf: (value: Json) => string = moduleHash, answering?: ReadonlySet<string>): Promise<ModuleResult[]> {
+  async function deliver(deviceId: string, values: Values, held: Map<string, HeldHash>, how: Delivering = {}): Promise<ModuleResult[]> {
+    const { reported, answering, hashOf = moduleHash } = how;
     const results: ModuleResult[] = [];
     let unreachable: 'offline' | 'timeout' | null = null;
     // Outcomes are stored in batches; the device's next module need not wait for the last one's.
@@ -83,11 +94,11 @@ export function createConfigDelivery(deps: {
   }
 
   /** Reads what is committed now for the device, and what it holds, and delivers: to run in the device's turn. */
-  async function syncNow(productId: number, deviceId: string, reported?: Record<string, string>, answering?: ReadonlySet<string>): Promise<ModuleResult[]> {
+  async function syncNow(productId: number, deviceId: string, how: Omit<Delivering, 'hashOf'> = {}): Promise<ModuleResult[]> {
     const device = await deps.devices.fleetDevice(deviceId);
     if (!device || device.productId !== productId) return [];
     const { values } = await deps.reader.device(productId, device);
-    return deliver(deviceId, values, await deps.state.held(deviceId), reported, moduleHash, answering);
+    return deliver(deviceId, values, await deps.state.held(deviceId), how);
   }
 
   /**
@@ -116,10 +127,10 @@ export function createConfigDelivery(deps: {
           const held = new Map<string, HeldHash>(Object.entries(recorded.get(id) ?? {}).map(([module, hash]) => [module, { hash, status: 'in_sync', refusedHash: null, code: null }]));
           started.set(id, turns.run(id, async () => {
             const deliveredSince = snapshot.deliveredTo(id);
-            if (!deliveredSince && !snapshot.superseded(productId, id)) return deliver(id, values, held, reported.get(id), hashOf);
+            if (!deliveredSince && !snapshot.superseded(productId, id)) return deliver(id, values, held, { reported: reported.get(id), hashOf });
             // Read again: a newer write committed since the batch read, or a delivery ran and
             // what the device reported at connect is no longer what it holds.
-            return syncNow(productId, id, deliveredSince ? undefined : reported.get(id));
+            return syncNow(productId, id, { reported: deliveredSince ? undefined : reported.get(id) });
           }));
         }
       }
@@ -148,7 +159,7 @@ export function createConfigDelivery(deps: {
             // A newer write committed since the read: its own delivery (behind this turn, or done
             // already) carries what this would have sent, or newer.
             if (snapshot.superseded(productId, id)) return [];
-            return deliver(id, values, snapshot.deliveredTo(id) ? await deps.state.held(id) : held.get(id) ?? new Map(), undefined, hashOf);
+            return deliver(id, values, snapshot.deliveredTo(id) ? await deps.state.held(id) : held.get(id) ?? new Map(), { hashOf });
           }).catch((err) => deps.log().warn({ err, device: id }, 'configuration delivery failed'));
         }
       }));
@@ -163,7 +174,7 @@ export function createConfigDelivery(deps: {
    */
   function deviceWriteCommitted(productId: number, deviceId: string, modules: ReadonlySet<string> = new Set()): Promise<ModuleResult[]> {
     ledger.deviceWritten(deviceId);
-    return turns.run(deviceId, () => syncNow(productId, deviceId, undefined, modules));
+    return turns.run(deviceId, () => syncNow(productId, deviceId, { answering: modules }));
   }
 
   return {
