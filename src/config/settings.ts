@@ -28,6 +28,7 @@ export interface Settings {
   readonly mqttWsPort: number | undefined;
   readonly deviceCallTimeoutSeconds: number;
   readonly eventsKeepaliveSeconds: number;
+  readonly corsOrigins: readonly string[];
 }
 
 export class SettingsError extends Error {
@@ -74,9 +75,16 @@ function origin(raw: string, name: string): string {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new SettingsError(`${name} must be an http:// or https:// URL, got "${raw}"`);
   if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
-    throw new SettingsError(`${name} must be the server's origin alone (scheme, host and port), with no path, query or credentials, got "${raw}"`);
+    throw new SettingsError(`${name} must be an origin alone (scheme, host and port), with no path, query or credentials, got "${raw}"`);
   }
   return url.origin;
+}
+
+/** A list of origins, separated by commas or spaces; empty for none. */
+function origins(raw: string, name: string): readonly string[] {
+  const list = raw.split(/[\s,]+/).filter((o) => o !== '');
+  if (list.includes('*')) throw new SettingsError(`${name} lists origins one by one; "*" (any origin) is not accepted`);
+  return Object.freeze([...new Set(list.map((o) => origin(o, name)))]);
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -128,6 +136,11 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'mqttWsPort', env: 'MQTT_WS_PORT', flag: '--mqtt-ws-port', default: undefined, doc: 'When set, the device gateway also takes MQTT over WebSocket on this port (path /mqtt). 0 picks a free port.', parse: integer(0, 65535) },
   { key: 'deviceCallTimeoutSeconds', env: 'DEVICE_CALL_TIMEOUT_SECONDS', flag: '--device-call-timeout-seconds', default: '10', doc: 'How long a function call or variable read waits for the device before answering 408; a `timeout` parameter overrides it per call.', parse: integer(1, 300) },
   { key: 'eventsKeepaliveSeconds', env: 'EVENTS_KEEPALIVE_SECONDS', flag: '--events-keepalive-seconds', default: '5', doc: 'Interval of the keep-alive comment on event streams (particle-api-js drops a stream silent for 15 s).', parse: integer(1, 10) },
+  {
+    key: 'corsOrigins', env: 'CORS_ORIGINS', flag: '--cors-origins', default: '',
+    doc: 'Origins of browser apps allowed to call the REST API from their own pages (CORS), separated by commas, such as https://app.example.com. Empty (the default): none; the console, served by the API itself, needs none.',
+    parse: origins,
+  },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];
 
@@ -171,6 +184,6 @@ function parseFlags(argv: readonly string[]): Map<string, string> {
 
 /** The settings table as Markdown, for docs/configuration.md. */
 export function settingsMarkdown(): string {
-  const rows = SETTINGS.map((s) => `| \`${s.env}\` | \`${s.flag}\` | ${s.default === undefined ? '(unset)' : `\`${s.default}\``} | ${s.doc} |`);
+  const rows = SETTINGS.map((s) => `| \`${s.env}\` | \`${s.flag}\` | ${s.default === undefined || s.default === '' ? '(unset)' : `\`${s.default}\``} | ${s.doc} |`);
   return ['| environment | flag | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }

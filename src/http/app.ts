@@ -25,6 +25,7 @@ import type { EventService } from '../services/events.service.js';
 import { createGuard } from './auth.js';
 import { productScope } from './product-scope.js';
 import { frameworkError, installErrorHandling, requestIdOf, stampRequestId } from './error-handler.js';
+import { allowListedOrigins } from './cors.js';
 import { consoleBuilt, consolePage, consolePages } from './console.js';
 import { lazyChildLogger, loggerOptions } from './logging.js';
 import { ErrorBody } from './schemas.js';
@@ -80,6 +81,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   const textAjv = new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
 
+  await allowListedOrigins(app, deps.settings.corsOrigins);
   await app.register(formbody, { bodyLimit: deps.settings.bodyLimitBytes });
   // Multipart only carries the device-id file of a fleet import: one small file.
   await app.register(multipart, { limits: { files: 1, fileSize: 1024 * 1024, fields: 10, parts: 12 } });

@@ -21,6 +21,7 @@ test('defaults', () => {
   assert.equal(s.bodyLimitBytes, 1048576);
   assert.equal(s.shutdownGraceSeconds, 10);
   assert.equal(s.tokenCacheSeconds, 30);
+  assert.deepEqual(s.corsOrigins, [], 'no origin may call across origins unless listed');
   assert.ok(Object.isFrozen(s), 'settings are frozen');
   for (const spec of SETTINGS) assert.ok(spec.key in s, `${spec.env} has a value (or undefined) in the settings`);
 });
@@ -47,6 +48,7 @@ test('values from the environment', () => {
   assert.equal(s.tokenCacheSeconds, 0);
   assert.equal(loadSettings({ DATABASE_URL: 'postgresql://u:p@h:5433/db' }).databaseUrl, 'postgresql://u:p@h:5433/db');
   assert.equal(loadSettings({ PORT: '' }).port, 8080, 'an empty variable means the default');
+  assert.deepEqual(loadSettings({ CORS_ORIGINS: 'https://app.example.com, http://localhost:3000 https://app.example.com/' }).corsOrigins, ['https://app.example.com', 'http://localhost:3000'], 'commas or spaces, duplicates once');
   for (const on of ['on', 'true', '1', 'yes', 'ON']) assert.equal(loadSettings({ SIGNUP: on }).signup, true, on);
   for (const off of ['off', 'false', '0', 'no']) assert.equal(loadSettings({ SIGNUP: off }).signup, false, off);
 });
@@ -81,6 +83,9 @@ test('bad values stop with a SettingsError naming the setting', () => {
     [{ TOKEN_LIFETIME_SECONDS: '0' }, [], /^TOKEN_LIFETIME_SECONDS must be between/],
     [{ LOGIN_MAX_FAILURES: '0' }, [], /^LOGIN_MAX_FAILURES must be between/],
     [{ BODY_LIMIT_BYTES: '10' }, [], /^BODY_LIMIT_BYTES must be between/],
+    [{ CORS_ORIGINS: '*' }, [], /^CORS_ORIGINS lists origins one by one/],
+    [{ CORS_ORIGINS: 'https://a.example.com/app' }, [], /^CORS_ORIGINS must be an origin alone/],
+    [{ CORS_ORIGINS: 'app.example.com' }, [], /^CORS_ORIGINS must be a URL/],
     [{}, ['--port', 'x'], /^--port must be a whole number/],
     [{ PORT: '9000' }, ['--port=70000'], /^--port must be between/],
   ];

@@ -48,7 +48,9 @@ export function eventStreams(app: FastifyInstance, events: EventService, keepali
   function stream(req: FastifyRequest, reply: FastifyReply, filter: EventFilter): void {
     reply.hijack();
     const res = reply.raw;
+    // Headers the hooks set (CORS for a listed origin) go out with the stream's own.
     res.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string | string[]>),
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',
