@@ -41,6 +41,10 @@ describe('configuration history and schema pages', { concurrency: true }, () => 
     const page = await loggedIn(username, `/products/${product.slug}/config`);
     await page.getByRole('navigation', { name: 'Configuration' }).getByRole('link', { name: 'History' }).click();
     await page.getByRole('heading', { name: 'Configuration history' }).waitFor();
+    const tabs = page.getByRole('navigation', { name: 'Product' });
+    assert.equal(await tabs.getByRole('link', { name: 'Configuration' }).getAttribute('aria-current'), 'page');
+    assert.equal(await tabs.getByRole('link', { name: 'Devices' }).getAttribute('aria-current'), null);
+    assert.equal(await tabs.getByRole('link', { name: 'Devices' }).getAttribute('href'), `/products/${product.slug}`);
     const row = (v: number) => page.getByRole('row', { name: new RegExp(`^${v} `) });
     await row(2).getByText('/rgb/type: off → tracker; /sleep set to {"mode":"enable"}').waitFor();
     assert.match((await row(2).textContent()) ?? '', new RegExp(`Fleet values, written${username.replace(/[.+]/g, '\\$&')}`));

@@ -17,8 +17,9 @@ export function Product({ session }: { session: Session }) {
     <section aria-labelledby="product-title">
       <h2 id="product-title">{slug}</h2>
       <nav aria-label="Product" className="tabs">
-        <NavLink to="" end>Devices</NavLink>
-        <NavLink to="config">Configuration</NavLink>
+        {/* Absolute: a relative link inside this splat route resolves against the whole address. */}
+        <NavLink to={`/products/${encodeURIComponent(slug)}`} end>Devices</NavLink>
+        <NavLink to={`/products/${encodeURIComponent(slug)}/config`}>Configuration</NavLink>
       </nav>
       <Routes>
         <Route index element={<Fleet session={session} product={slug} />} />
