@@ -140,6 +140,16 @@ describe('configuration and devices', { concurrency: true }, () => {
       assert.equal(await page.locator('#root_location_radius__help').textContent(), "From the schema's default.");
       assert.deepEqual(await seriousA11yViolations(page), [], 'a development device settings');
       assert.ok(await fitsPhoneWidth(page), 'a development device settings fit a phone');
+
+      // Its own values cleared, after a confirmation: the fleet's value comes back.
+      await page.getByRole('button', { name: 'Clear its own values…' }).click();
+      const confirm = page.getByRole('group', { name: /Clear the values set on this device\?/ });
+      await confirm.waitFor();
+      assert.equal(held.get('rgb')?.value.type, 'tracker', 'nothing happens before the confirmation');
+      await confirm.getByRole('button', { name: 'Clear its values' }).click();
+      await page.getByText(/Saved as version 3/).waitFor();
+      await eventually(() => (held.get('rgb')?.value.type === 'off' ? true : undefined));
+      await eventually(async () => ((await page.locator('#root_rgb_type__help').textContent()) === 'From the fleet configuration.' ? true : undefined));
       await page.context().close();
     } finally {
       device.client.end(true);
