@@ -1,13 +1,14 @@
 import type { ErrorSchema, RJSFSchema, UiSchema } from '@rjsf/utils';
 import { customizeValidator } from '@rjsf/validator-ajv8';
-import { ApiError } from './api.js';
+import { pointerKeys, type Violation } from './config-paths.js';
+
+export { violationsOf, type Violation } from './config-paths.js';
 
 // The schemas carry keywords of their own (deviceLevelOnly, firmware ranges): not errors here.
 export const validator = customizeValidator({ ajvOptionsOverrides: { strict: false } });
 
 /** A configuration schema as the API gives it (docs/configuration, Particle's tracker schema). */
 export type ConfigSchema = RJSFSchema & { properties?: Record<string, RJSFSchema & { deviceLevelOnly?: boolean }> };
-export interface Violation { path: string; message: string }
 
 /** The schema with only the modules `keep` keeps (and only those required). */
 function only(schema: ConfigSchema, keep: (module: RJSFSchema & { deviceLevelOnly?: boolean }) => boolean): ConfigSchema {
@@ -43,11 +44,6 @@ export function firmwareNotes(schema: ConfigSchema): UiSchema {
   };
   walk(schema, ui);
   return ui;
-}
-
-/** The violations of an API refusal (a 400 invalid_configuration, a 422 schema), if any. */
-export function violationsOf(err: unknown): Violation[] | null {
-  return err instanceof ApiError && Array.isArray(err.body.violations) ? err.body.violations as Violation[] : null;
 }
 
 /** The API's violations (JSON pointers) as errors at their fields. */
@@ -109,27 +105,4 @@ export function refusalReason(code: number | null): string {
     case -28: return 'it does not fit';
     default: return code === null ? 'no reason given' : `code ${code}`;
   }
-}
-
-/** A JSON pointer's keys, unescaped. */
-export function pointerKeys(path: string): string[] {
-  return path.split('/').slice(1).map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
-}
-
-/** Every leaf of a document (arrays whole, as the history's diffs compare them), by JSON pointer. */
-export function leaves(doc: unknown, at = ''): Map<string, unknown> {
-  const out = new Map<string, unknown>();
-  if (doc !== null && typeof doc === 'object' && !Array.isArray(doc) && Object.keys(doc).length > 0) {
-    for (const [k, v] of Object.entries(doc)) {
-      for (const [p, x] of leaves(v, `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`)) out.set(p, x);
-    }
-  } else if (at !== '') {
-    out.set(at, doc);
-  }
-  return out;
-}
-
-/** A value as a person reads it in a table cell. */
-export function shown(value: unknown): string {
-  return value === undefined ? '—' : typeof value === 'string' ? value : JSON.stringify(value);
 }

@@ -3,7 +3,7 @@ import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/rea
 import { api } from '../api.js';
 import type { Session } from '../session.js';
 import { ConfigNav } from '../config-nav.js';
-import { leaves, shown } from '../config-form.js';
+import { leaves, shown } from '../config-paths.js';
 
 interface Entry {
   version: number; kind: 'values' | 'schema'; device_id: string | null; action: 'write' | 'reset' | 'rollback';

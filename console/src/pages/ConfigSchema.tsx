@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api.js';
 import type { Session } from '../session.js';
 import { ConfigNav } from '../config-nav.js';
-import { violationsOf, type Violation } from '../config-form.js';
+import { violationsOf, type Violation } from '../config-paths.js';
 import { defaultSchema } from '../../../src/domain/config/default-schema.js';
 
 const SCHEMA = 'application/schema+json';

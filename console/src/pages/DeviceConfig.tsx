@@ -6,9 +6,10 @@ import type { ErrorSchema } from '@rjsf/utils';
 import { api, ApiError } from '../api.js';
 import type { Session } from '../session.js';
 import {
-  deviceSchema, errorsAt, firmwareNotes, mergeUi, refusalReason, shown, sourceNotes, validator, violationsOf,
+  deviceSchema, errorsAt, firmwareNotes, mergeUi, refusalReason, sourceNotes, validator, violationsOf,
   type ConfigSchema, type Source,
 } from '../config-form.js';
+import { shown } from '../config-paths.js';
 
 type Values = Record<string, unknown>;
 type State = 'in_sync' | 'pending' | 'rejected';
