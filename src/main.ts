@@ -156,6 +156,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
     schemas: createConfigSchemasRepository(db), values: createConfigValuesRepository(db), history: createConfigHistoryRepository(db),
     state: createDeviceConfigStateRepository(db), products: productsRepo, devices: devicesRepo, wrapReader: seams.configReader,
+    userNames: async (id) => (await users.findById(id))?.username,
   });
   return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo };
 }

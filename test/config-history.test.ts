@@ -52,7 +52,7 @@ async function world() {
 }
 
 test('history: every values and schema change with who and when, diffs between versions, rollback as a new change', async () => {
-  const { req } = await world();
+  const { req, username } = await world();
 
   const v1 = await req('', { method: 'PUT', json: { rgb: { type: 'off' } } });
   assert.equal(v1.status, 200, v1.text);
@@ -72,12 +72,14 @@ test('history: every values and schema change with who and when, diffs between v
   ]);
   assert.equal(list.json.history[0].by.kind, 'user');
   assert.equal(typeof list.json.history[0].by.id, 'string');
+  assert.equal(list.json.history[0].by.username, username, 'who, in words');
   assert.ok(!Number.isNaN(Date.parse(list.json.history[0].at)));
   assert.deepEqual(list.json.meta, { page: 1, per_page: 25, total: 4, total_pages: 1 });
   assert.deepEqual((await req('/history?kind=schema')).json.history.map((h: Json) => h.version), [3]);
   assert.deepEqual((await req('/history?per_page=1&page=2')).json.history.map((h: Json) => h.version), [3]);
 
   const one = await req('/history/2');
+  assert.equal(one.json.by.username, username);
   assert.deepEqual(one.json.document, { rgb: { type: 'tracker' }, sleep: { mode: 'enable' } });
   const diff = await req('/history/2/diff');
   assert.equal(diff.status, 200, diff.text);

@@ -32,7 +32,8 @@ export async function api<T = Record<string, unknown>>(path: string, r: Request 
     headers['content-type'] = 'application/x-www-form-urlencoded';
     body = new URLSearchParams(r.form).toString();
   } else if (r.json !== undefined) {
-    headers['content-type'] = 'application/json';
+    // A schema upload says so by its own content type (application/schema+json).
+    headers['content-type'] ??= 'application/json';
     body = JSON.stringify(r.json);
   }
   if (r.token) headers.authorization = `Bearer ${r.token}`;

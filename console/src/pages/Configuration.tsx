@@ -1,17 +1,15 @@
 import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Form from '@rjsf/core';
-import { customizeValidator } from '@rjsf/validator-ajv8';
 import type { ErrorSchema } from '@rjsf/utils';
-import { api, ApiError } from '../api.js';
+import { api } from '../api.js';
 import type { Session } from '../session.js';
-import { errorsAt, firmwareNotes, fleetSchema, type ConfigSchema, type Violation } from '../config-form.js';
+import { errorsAt, firmwareNotes, fleetSchema, validator, violationsOf, type ConfigSchema } from '../config-form.js';
+import { ConfigNav } from '../config-nav.js';
+import { Rollout } from '../rollout.js';
 
 type Values = Record<string, unknown>;
 interface DryRun { devices: { changed: number; online: number } }
-
-// The schemas carry keywords of their own (deviceLevelOnly, firmware ranges): not errors here.
-const validator = customizeValidator({ ajvOptionsOverrides: { strict: false } });
 
 /** The fleet's settings as a form drawn from the schema in force; a dry run before saving. */
 export function Configuration({ session, product }: { session: Session; product: string }) {
@@ -26,7 +24,8 @@ export function Configuration({ session, product }: { session: Session; product:
 
   const put = (body: Values, dryRun: boolean) => api<Values & DryRun & { version?: number }>(`${base}${dryRun ? '?dry_run=true' : ''}`, { method: 'PUT', token: session.token, json: body });
   const onRefused = (err: Error) => {
-    if (err instanceof ApiError && Array.isArray(err.body.violations)) setServerErrors(errorsAt(err.body.violations as Violation[]));
+    const violations = violationsOf(err);
+    if (violations) setServerErrors(errorsAt(violations));
   };
   const check = useMutation({
     mutationFn: (body: Values) => put(body, true),
@@ -40,16 +39,18 @@ export function Configuration({ session, product }: { session: Session; product:
       setDraft(null);
       setReach(null);
       await client.invalidateQueries({ queryKey: ['fleet-values', product] });
+      await client.invalidateQueries({ queryKey: ['rollout', product] });
     },
     onError: onRefused,
   });
 
-  if (schema.error || values.error) return <p role="alert" className="error">{(schema.error ?? values.error)?.message}</p>;
-  if (!schema.data || !values.data) return <p>Loading…</p>;
+  if (schema.error || values.error) return <><ConfigNav product={product} /><p role="alert" className="error">{(schema.error ?? values.error)?.message}</p></>;
+  if (!schema.data || !values.data) return <><ConfigNav product={product} /><p>Loading…</p></>;
   const formSchema = fleetSchema(schema.data);
   const data = draft ?? values.data.configuration;
   return (
     <section aria-labelledby="config-title">
+      <ConfigNav product={product} />
       <h3 id="config-title">Fleet configuration</h3>
       <p>Each panel is a module of the schema in force. Saving sends the whole configuration.</p>
       <Form
@@ -72,6 +73,7 @@ export function Configuration({ session, product }: { session: Session; product:
       {reach && <p role="status">{reach}</p>}
       {saved && <p role="status">{saved}</p>}
       {(save.error ?? check.error) && <p role="alert" className="error">{(save.error ?? check.error)?.message}</p>}
+      <Rollout session={session} product={product} schema={schema.data} />
     </section>
   );
 }

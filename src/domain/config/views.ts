@@ -37,7 +37,7 @@ export interface PreviewView {
 /** One change of a product's configuration history. */
 export interface HistoryEntryView {
   version: number; kind: 'values' | 'schema'; device_id: string | null; action: 'write' | 'reset' | 'rollback';
-  rolled_back_from: number | null; by: { kind: string; id: string }; at: string;
+  rolled_back_from: number | null; by: { kind: string; id: string; username?: string }; at: string;
 }
 
 /** GET …/config/history/:version: one change and the document it left in force. */

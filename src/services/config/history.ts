@@ -6,11 +6,15 @@ import type { ConfigHistoryRepository, HistoryEntry, HistoryKind } from '../../r
 import type { DiffView, HistoryDocumentView, HistoryEntryView } from '../../domain/config/views.js';
 import type { ProductRecord } from '../../repositories/products.repository.js';
 
-/** One change as the API shows it. */
-function view(e: HistoryEntry): HistoryEntryView {
+/** The username of an account by its id (undefined when the account is gone). */
+export type UserNames = (id: string) => Promise<string | undefined>;
+
+/** One change as the API shows it; a user author with its username, so that people read who. */
+async function view(e: HistoryEntry, names?: UserNames): Promise<HistoryEntryView> {
+  const username = e.actor.kind === 'user' && names ? await names(e.actor.id) : undefined;
   return {
     version: e.version, kind: e.kind, device_id: e.deviceId, action: e.action, rolled_back_from: e.rolledBackFrom,
-    by: e.actor, at: e.createdAt.toISOString(),
+    by: username === undefined ? e.actor : { ...e.actor, username }, at: e.createdAt.toISOString(),
   };
 }
 
@@ -25,7 +29,7 @@ export function documentOf(e: HistoryEntry): Record<string, unknown> {
  * values, with who and when; the difference between two versions of one scope. Rolling back is
  * a write like any other (writes.ts), recorded with the version it restored.
  */
-export function createConfigHistoryService(deps: { repo: ConfigHistoryRepository }) {
+export function createConfigHistoryService(deps: { repo: ConfigHistoryRepository; userNames?: UserNames }) {
   async function find(product: ProductRecord, version: number): Promise<HistoryEntry> {
     const e = await deps.repo.find(product.id, version);
     if (!e) throw new DomainError('not_found', `The product has no configuration version ${version}`);
@@ -37,12 +41,12 @@ export function createConfigHistoryService(deps: { repo: ConfigHistoryRepository
 
     async list(product: ProductRecord, q: { kind?: HistoryKind; deviceId?: string; fleet?: boolean; page: number; perPage: number }) {
       const { entries, total } = await deps.repo.list(product.id, { kind: q.kind, deviceId: q.fleet ? null : q.deviceId }, q.page, q.perPage);
-      return { history: entries.map(view), meta: pageMeta(q.page, q.perPage, total) };
+      return { history: await Promise.all(entries.map((e) => view(e, deps.userNames))), meta: pageMeta(q.page, q.perPage, total) };
     },
 
     async get(product: ProductRecord, version: number): Promise<HistoryDocumentView> {
       const e = await find(product, version);
-      return { ...view(e), document: documentOf(e) };
+      return { ...(await view(e, deps.userNames)), document: documentOf(e) };
     },
 
     /**

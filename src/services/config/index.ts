@@ -10,7 +10,7 @@ import type { ProductsRepository } from '../../repositories/products.repository.
 import type { Db } from '../../storage/db.js';
 import type { AuditService } from '../audit.service.js';
 import { createConfigDelivery } from './delivery.js';
-import { createConfigHistoryService } from './history.js';
+import { createConfigHistoryService, type UserNames } from './history.js';
 import { createConfigPreviews } from './previews.js';
 import { createConfigReader, type ConfigReader } from './reader.js';
 import { createConfigStatus } from './status.js';
@@ -25,6 +25,8 @@ export function createConfiguration(deps: {
   db: Db; bus: Bus; audit: AuditService; clock: Clock; log: () => Log; timeoutMs: number; batchWindowMs: number;
   schemas: ConfigSchemasRepository; values: ConfigValuesRepository; history: ConfigHistoryRepository; state: DeviceConfigStateRepository;
   products: ProductsRepository; devices: DevicesRepository;
+  /** Who made a change, by name, in the history's answers. */
+  userNames?: UserNames;
   /** Puts something between delivery and its reads (tests: holding a read back to order it after a later write). */
   wrapReader?: (reader: ConfigReader) => ConfigReader;
 }) {
@@ -40,7 +42,7 @@ export function createConfiguration(deps: {
     delivery,
     writes: createConfigWrites({ ...deps, reader, status, delivery }),
     previews: createConfigPreviews({ reader, values: deps.values, devices: deps.devices }),
-    history: createConfigHistoryService({ repo: deps.history }),
+    history: createConfigHistoryService({ repo: deps.history, userNames: deps.userNames }),
   };
 }
 

@@ -1,0 +1,109 @@
+import { useState, type ChangeEvent } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api } from '../api.js';
+import type { Session } from '../session.js';
+import { ConfigNav } from '../config-nav.js';
+import { violationsOf, type Violation } from '../config-paths.js';
+import { defaultSchema } from '../../../src/domain/config/default-schema.js';
+
+const SCHEMA = 'application/schema+json';
+interface Written { message?: string; history_version?: number; kept_aside?: unknown[] }
+
+/** Whether two JSON documents are the same, key order aside. */
+function same(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}
+
+/** The schema in force: shown, downloaded, replaced by a custom one from a file, or restored. */
+export function ConfigSchema({ session, product }: { session: Session; product: string }) {
+  const base = `/v1/products/${encodeURIComponent(product)}/config`;
+  const client = useQueryClient();
+  const schema = useQuery({ queryKey: ['schema', product], queryFn: () => api<Record<string, unknown>>(base, { token: session.token, headers: { accept: SCHEMA } }) });
+  const [violations, setViolations] = useState<Violation[] | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const [confirming, setConfirming] = useState(false);
+  const [fileError, setFileError] = useState<string | null>(null);
+
+  const changed = async (r: Written, what: string) => {
+    setDone(`${r.message ?? what} (version ${r.history_version ?? ''}).${r.kept_aside && r.kept_aside.length > 0 ? ' Values of modules it no longer has are kept aside.' : ''}`);
+    setConfirming(false);
+    for (const key of ['schema', 'fleet-values', 'rollout', 'config-history']) await client.invalidateQueries({ queryKey: [key, product] });
+  };
+  const upload = useMutation({
+    mutationFn: (body: unknown) => api<Written>(base, { method: 'PUT', token: session.token, headers: { 'content-type': SCHEMA }, json: body }),
+    onSuccess: (r) => changed(r, 'Schema uploaded'),
+    onError: (err) => setViolations(violationsOf(err)),
+  });
+  const restore = useMutation({
+    mutationFn: () => api<Written>(base, { method: 'DELETE', token: session.token, headers: { 'content-type': SCHEMA }, json: {} }),
+    onSuccess: (r) => changed(r, 'Default schema restored'),
+  });
+
+  const onFile = async (e: ChangeEvent<HTMLInputElement>) => {
+    const file = e.target.files?.[0];
+    e.target.value = '';
+    setDone(null);
+    setViolations(null);
+    setFileError(null);
+    upload.reset();
+    if (!file) return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await file.text());
+    } catch (err) {
+      setFileError(`${file.name} is not JSON: ${(err as Error).message}`);
+      return;
+    }
+    upload.mutate(parsed);
+  };
+
+  const text = schema.data ? JSON.stringify(schema.data, null, 2) : '';
+  const isDefault = schema.data ? same(schema.data, defaultSchema()) : false;
+  return (
+    <section aria-labelledby="schema-title">
+      <ConfigNav product={product} />
+      <h3 id="schema-title">Configuration schema</h3>
+      {schema.error && <p role="alert" className="error">{schema.error.message}</p>}
+      {done && <p role="status">{done}</p>}
+      {schema.data && (
+        <>
+          <p>{isDefault ? 'The product uses the default schema.' : 'The product uses a custom schema.'}</p>
+          <div className="row">
+            <a href={`data:application/schema+json;charset=utf-8,${encodeURIComponent(text)}`} download={`${product}-schema.json`}>Download the schema</a>
+            <label>Upload a custom schema (a JSON file)
+              <input type="file" accept=".json,application/json,application/schema+json" onChange={(e) => { void onFile(e); }} disabled={upload.isPending} />
+            </label>
+          </div>
+          {fileError && <p role="alert" className="error">{fileError}</p>}
+          {upload.error && (
+            <div role="alert">
+              <p className="error">{upload.error.message}</p>
+              {violations && violations.length > 0 && (
+                <ul aria-label="Violations">
+                  {violations.map((v) => <li key={`${v.path} ${v.message}`}><code>{v.path}</code>: {v.message}</li>)}
+                </ul>
+              )}
+            </div>
+          )}
+          {!isDefault && !confirming && <button type="button" onClick={() => { setDone(null); setConfirming(true); }}>Restore the default schema…</button>}
+          {!isDefault && confirming && (
+            <div role="group" aria-labelledby="restore-q" className="card confirm">
+              <p id="restore-q">Restore the default schema? Values of modules it does not have are kept aside, not deleted.</p>
+              <div className="row">
+                <button type="button" disabled={restore.isPending} onClick={() => restore.mutate()}>Restore the default</button>
+                <button type="button" className="link" onClick={() => setConfirming(false)}>Cancel</button>
+              </div>
+            </div>
+          )}
+          {restore.error && <p role="alert" className="error">{restore.error.message}</p>}
+          <h4>The schema in force</h4>
+          <pre className="json" tabIndex={0} aria-label="The schema in force, as JSON">{text}</pre>
+        </>
+      )}
+    </section>
+  );
+}
