@@ -58,8 +58,8 @@ export function openEventStream(path: string, token: string, handlers: StreamHan
   const stop = new AbortController();
   let failures = 0;
   const run = async () => {
+    handlers.onState?.('connecting');
     while (!stop.signal.aborted) {
-      handlers.onState?.(failures === 0 ? 'connecting' : 'retrying');
       try {
         const res = await fetch(path, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, signal: stop.signal });
         if (res.status >= 400 && res.status < 500) {

@@ -33,7 +33,7 @@ async function devicePage(username: string, slug: string, id: string): Promise<P
 
 const state = (page: Page) => page.locator('dl.pairs dt:text-is("State") + dd');
 
-describe('a device page', { concurrency: true }, () => {
+describe('a device page', { concurrency: true, timeout: 120_000 }, () => {
   test('a simulated device (skyport sim) comes online live: its functions called, its variables read, its events listed; paused while it stops', async () => {
     const { username, token } = await signUp(server.url);
     const product = await newProduct(server.url, token, 'Simulated');

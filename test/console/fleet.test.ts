@@ -36,7 +36,7 @@ async function fleetPage(username: string, slug: string): Promise<Page> {
 
 const stateOf = (page: Page, id: string) => page.getByRole('row', { name: new RegExp(id) }).getByRole('cell').nth(2);
 
-describe('the fleet page', { concurrency: true }, () => {
+describe('the fleet page', { concurrency: true, timeout: 120_000 }, () => {
   test('one device added: its secret once, and the sim command that brings it online on the open page, live; offline when it stops', async () => {
     const { username, token } = await signUp(server.url);
     const product = await newProduct(server.url, token, 'Live');
