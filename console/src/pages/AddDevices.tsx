@@ -79,7 +79,7 @@ function SimCommand({ session, made }: { session: Session; made: Made }) {
     <>
       <p>To try it without hardware, start a simulated device with this identity (in a folder where Skyport is installed; it declares the functions <code>led</code> and <code>echo</code> and the variables <code>temp</code> and <code>uptime</code>; Ctrl-C stops it):</p>
       <pre className="command" aria-label="Command that starts a simulated device"><code>{command}</code></pre>
-      <CopyButton text={command} label="Copy the command" />
+      <p><CopyButton text={command} label="Copy the command" /></p>
     </>
   );
 }

@@ -90,7 +90,7 @@ export function DeviceCalls({ session, base, device }: { session: Session; base:
       <section aria-labelledby="signal-title" className="card">
         <h4 id="signal-title">Signal</h4>
         <p>Makes the device's LED shine in rainbow colours, to find it among others.</p>
-        <div className="row">
+        <div className="buttons">
           <button type="button" onClick={() => { void sendSignal(true); }}>Signal on</button>
           <button type="button" onClick={() => { void sendSignal(false); }}>Signal off</button>
         </div>

@@ -45,7 +45,7 @@ export function Fleet({ session, product }: { session: Session; product: string 
     <section aria-labelledby="fleet-title">
       <div className="row">
         <h3 id="fleet-title">Devices</h3>
-        <div className="row">
+        <div className="buttons">
           <button type="button" aria-expanded={panel === 'add'} onClick={() => toggle('add')}>Add devices</button>
           <button type="button" aria-expanded={panel === 'import'} onClick={() => toggle('import')}>Import devices</button>
         </div>
