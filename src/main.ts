@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Settings } from './config/settings.js';
 import { FailureLimiter } from './domain/failure-limiter.js';
 import { buildHttpApp } from './http/app.js';
+import type { GatewayPorts } from './http/routes/gateway.routes.js';
 import { systemClock, type Clock } from './platform/clock.js';
 import { createSecrets, type Secrets } from './platform/secrets.js';
 import { createAuditRepository } from './repositories/audit.repository.js';
@@ -182,8 +183,12 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const logs: { app?: Log } = {};
   const serviceLog = (): Log => logs.app ?? { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
   const services = wireServices(settings, db, clock, secrets, bus, deviceChanges, serviceLog, options.seams ?? {});
+  // What the device gateway listens on, once it does; before that, what the settings ask for.
+  const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);
+  let gatewayPorts: GatewayPorts = { mqttPort: settings.mqttPort, wsPort: settings.mqttWsPort, tls: tlsOn };
   const app = await buildHttpApp({
     settings,
+    gatewayPorts: () => gatewayPorts,
     ...services,
     version: VERSION,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
@@ -237,6 +242,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
         const wsPort = 'mqttWsPort' in overrides ? overrides.mqttWsPort : settings.mqttWsPort;
         const opened = await listenGateway(gateway, { host, port: overrides.mqttPort ?? settings.mqttPort, tls, wsPort, trustProxy: settings.trustProxy });
         listeners = opened;
+        gatewayPorts = { mqttPort: opened.mqttPort, wsPort: opened.wsPort, tls: tls !== undefined };
         const address = app.server.address();
         const port = typeof address === 'object' && address ? address.port : settings.port;
         const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host;

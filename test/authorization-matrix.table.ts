@@ -77,6 +77,7 @@ const ROWS: Row[] = [
   ['POST', '/oauth/revoke', 'client',                                       '400 400 400 400 400 400 400 400 400 400 400 400'],
 
   ['GET', '/v1/access_tokens/current', 'bearer',                            '400 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓'],
+  ['GET', '/v1/device_gateway', 'bearer',                                   '400 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓'],
   ['DELETE', '/v1/access_tokens/current', 'bearer',                         '400 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓', { destructive: true }],
   ['DELETE', '/v1/access_tokens', 'bearer',                                 '400 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   403 ✓', { destructive: true }],
   ['DELETE', '/v1/access_tokens/{token}', 'path',                           '401 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓', { destructive: true, target: 'the token of the column itself' }],

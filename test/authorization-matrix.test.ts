@@ -226,6 +226,7 @@ const REQUESTS: Record<string, (fx: Fixture, cred: CredentialId) => CellRequest 
   'POST /oauth/revoke': (fx) => ({ path: '/oauth/revoke', form: { token: fx.owner.token } }),
 
   'GET /v1/access_tokens/current': () => ({ path: '/v1/access_tokens/current' }),
+  'GET /v1/device_gateway': () => ({ path: '/v1/device_gateway' }),
   'DELETE /v1/access_tokens/current': () => ({ path: '/v1/access_tokens/current' }),
   'DELETE /v1/access_tokens': () => ({ path: '/v1/access_tokens' }),
   'DELETE /v1/access_tokens/{token}': (fx, cred) => ({ path: `/v1/access_tokens/${enc(fx.tokens[cred] ?? '0'.repeat(40))}` }),

@@ -112,6 +112,10 @@ test('PUBLIC_URL fixes the issuer whatever the request says, and is an origin', 
     assert.equal(r.json.issuer, 'https://skyport.example.com');
     assert.equal(r.json.revocation_endpoint, 'https://skyport.example.com/oauth/revoke');
     assert.equal(r.headers.get('vary'), null);
+    // Devices connect to the same public host, on the gateway's port.
+    const { token } = await signUp(fixed.url);
+    const gateway = await raw(`${fixed.url}/v1/device_gateway`, { token, headers: { 'x-forwarded-host': 'other.example.com' } });
+    assert.equal(gateway.json.mqtt_url, `mqtt://skyport.example.com:${new URL(fixed.mqttUrl).port}`);
   } finally {
     await fixed.close();
   }
@@ -120,6 +124,24 @@ test('PUBLIC_URL fixes the issuer whatever the request says, and is an origin', 
   for (const bad of ['skyport.example.com', 'ftp://skyport.example.com', 'https://skyport.example.com/api', 'https://a@skyport.example.com', 'https://skyport.example.com?x=1']) {
     assert.throws(() => loadSettings({ PUBLIC_URL: bad }), /^SettingsError: PUBLIC_URL must be/, bad);
   }
+});
+
+test('GET /v1/device_gateway: where devices connect, on the host the request came to; a token is needed', async () => {
+  const { token } = await signUp(server.url);
+  const r = await raw(`${server.url}/v1/device_gateway`, { token });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.json, { mqtt_url: server.mqttUrl, mqtt_ws_url: null });
+  const named = await raw(`${server.url}/v1/device_gateway`, { token, headers: { host: 'skyport.example.com:8080' } });
+  assert.equal(named.json.mqtt_url, `mqtt://skyport.example.com:${new URL(server.mqttUrl).port}`);
+  const none = await raw(`${server.url}/v1/device_gateway`);
+  assert.equal(none.status, 400);
+  assert.equal(none.json.error, 'invalid_request');
+  const unknown = await raw(`${server.url}/v1/device_gateway`, { token: 'never-issued' });
+  assert.equal(unknown.status, 401);
+  assert.equal(unknown.json.error, 'invalid_token');
+  const badHost = await raw(`${server.url}/v1/device_gateway`, { token, headers: { host: 'user@evil.example.com' } });
+  assert.equal(badHost.status, 400, badHost.text);
+  assert.equal(badHost.json.error, 'invalid_request');
 });
 
 test('the metadata is in the OpenAPI document', async () => {

@@ -32,6 +32,7 @@ import { ErrorBody } from './schemas.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
 import { clientRoutes, productClientRoutes } from './routes/clients.routes.js';
 import { healthRoutes } from './routes/health.routes.js';
+import { gatewayRoutes, type GatewayPorts } from './routes/gateway.routes.js';
 import { oauthRoutes } from './routes/oauth.routes.js';
 import { oauthMetadataRoutes } from './routes/oauth-metadata.routes.js';
 import { userRoutes } from './routes/users.routes.js';
@@ -54,6 +55,8 @@ export interface HttpDeps {
   events: EventService;
   config: Configuration;
   health(): Promise<string>;
+  /** The device gateway's ports (known once it listens), for GET /v1/device_gateway. */
+  gatewayPorts(): GatewayPorts;
   /** A pino logger options object, or false (tests). */
   logger?: FastifyServerOptions['logger'];
   version: string;
@@ -126,6 +129,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   oauthRoutes(app, { oauth: deps.oauth, clients: deps.clients });
   oauthMetadataRoutes(app, { grantTypes: deps.oauth.grantTypes, publicUrl: deps.settings.publicUrl });
   accessTokenRoutes(app, { tokens: deps.tokens, audit: deps.audit, guard });
+  gatewayRoutes(app, { ports: deps.gatewayPorts, publicUrl: deps.settings.publicUrl, guard });
   userRoutes(app, { accounts: deps.accounts, mfa: deps.mfa, audit: deps.audit, guard });
   clientRoutes(app, { clients: deps.clients, guard });
   productRoutes(app, { products: deps.products, guard });

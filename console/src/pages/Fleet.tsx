@@ -1,26 +1,61 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
+import { Link } from 'react-router';
 import { api } from '../api.js';
 import type { Session } from '../session.js';
+import { describeStream, useEventStream } from '../events.js';
+import { AddDevices } from './AddDevices.js';
+import { ImportDevices } from './ImportDevices.js';
 
 interface DeviceRow { id: string; name: string | null; online: boolean; development?: boolean; last_heard: string | null; firmware_version?: number | null }
 interface Page { devices: DeviceRow[]; meta: { page: number; per_page: number; total: number; total_pages: number } }
+/** What the event stream said of a device since the list was read. */
+interface Live { online: boolean; at: string }
 
-/** The fleet's devices, a page at a time, as GET /v1/products/:p/devices gives them. */
+/**
+ * The fleet's devices, a page at a time, as GET /v1/products/:p/devices gives them; each device's
+ * online state follows the fleet's `spark/status` events while the page is open.
+ */
 export function Fleet({ session, product }: { session: Session; product: string }) {
   const [page, setPage] = useState(1);
   const [prefix, setPrefix] = useState('');
+  const [panel, setPanel] = useState<'add' | 'import' | null>(null);
+  const [live, setLive] = useState<ReadonlyMap<string, Live>>(new Map());
   const list = useQuery({
     queryKey: ['devices', product, page, prefix],
     queryFn: () => api<Page>(`/v1/products/${encodeURIComponent(product)}/devices?page=${page}&per_page=25${prefix ? `&deviceId=${encodeURIComponent(prefix)}` : ''}`, { token: session.token }),
     placeholderData: (previous) => previous,
   });
+  const stream = useEventStream(`/v1/products/${encodeURIComponent(product)}/events/spark%2Fstatus`, session.token, (e) => {
+    if (e.data !== 'online' && e.data !== 'offline') return;
+    setLive((m) => new Map(m).set(e.coreid, { online: e.data === 'online', at: e.published_at }));
+  });
+  // Once the stream is (again) open, the list is read again: what happened before it opened, or
+  // while it was down, is in the list, and what happens next comes through the stream.
+  const { refetch } = list;
+  useEffect(() => {
+    if (stream.state === 'live') {
+      setLive(new Map());
+      void refetch();
+    }
+  }, [stream.state, refetch]);
+
+  const toggle = (p: 'add' | 'import') => setPanel(panel === p ? null : p);
   return (
     <section aria-labelledby="fleet-title">
-      <h3 id="fleet-title">Devices</h3>
+      <div className="row">
+        <h3 id="fleet-title">Devices</h3>
+        <div className="buttons">
+          <button type="button" aria-expanded={panel === 'add'} onClick={() => toggle('add')}>Add devices</button>
+          <button type="button" aria-expanded={panel === 'import'} onClick={() => toggle('import')}>Import devices</button>
+        </div>
+      </div>
+      {panel === 'add' && <AddDevices session={session} product={product} onClose={() => setPanel(null)} />}
+      {panel === 'import' && <ImportDevices session={session} product={product} onClose={() => setPanel(null)} />}
       <label className="inline">Device ID starts with
         <input value={prefix} onChange={(e) => { setPrefix(e.target.value.trim()); setPage(1); }} maxLength={24} />
       </label>
+      <p role="status" className="hint">{describeStream(stream.state, stream.why)}</p>
       {list.error && <p role="alert" className="error">{list.error.message}</p>}
       {list.data && list.data.devices.length === 0 && <p>No devices in this product yet.</p>}
       {list.data && list.data.devices.length > 0 && (
@@ -28,14 +63,19 @@ export function Fleet({ session, product }: { session: Session; product: string 
           <table>
             <thead><tr><th scope="col">Device ID</th><th scope="col">Name</th><th scope="col">State</th><th scope="col">Last heard</th></tr></thead>
             <tbody>
-              {list.data.devices.map((d) => (
-                <tr key={d.id}>
-                  <td><code>{d.id}</code>{d.development ? ' (development)' : ''}</td>
-                  <td>{d.name ?? ''}</td>
-                  <td>{d.online ? 'online' : 'offline'}</td>
-                  <td>{d.last_heard ? new Date(d.last_heard).toLocaleString() : 'never'}</td>
-                </tr>
-              ))}
+              {list.data.devices.map((d) => {
+                const now = live.get(d.id);
+                const online = now ? now.online : d.online;
+                const heard = now?.at ?? d.last_heard;
+                return (
+                  <tr key={d.id}>
+                    <td><Link to={`devices/${d.id}`}><code>{d.id}</code></Link>{d.development ? ' (development)' : ''}</td>
+                    <td>{d.name ?? ''}</td>
+                    <td>{online ? 'online' : 'offline'}</td>
+                    <td>{heard ? new Date(heard).toLocaleString() : 'never'}</td>
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
           <nav aria-label="Pages of devices" className="row">

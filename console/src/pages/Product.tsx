@@ -2,6 +2,7 @@ import { lazy, Suspense } from 'react';
 import { NavLink, Route, Routes, useParams } from 'react-router';
 import type { Session } from '../session.js';
 import { Fleet } from './Fleet.js';
+import { Device } from './Device.js';
 
 // The schema forms (react-jsonschema-form and Ajv) are most of the console's code: loaded when
 // the configuration is opened, not for the first page.
@@ -23,6 +24,7 @@ export function Product({ session }: { session: Session }) {
       </nav>
       <Routes>
         <Route index element={<Fleet session={session} product={slug} />} />
+        <Route path="devices/:id" element={<Device session={session} product={slug} />} />
         <Route path="config" element={<Suspense fallback={<p>Loading…</p>}><Configuration session={session} product={slug} /></Suspense>} />
         <Route path="config/history" element={<Suspense fallback={<p>Loading…</p>}><ConfigHistory session={session} product={slug} /></Suspense>} />
         <Route path="config/schema" element={<Suspense fallback={<p>Loading…</p>}><ConfigSchema session={session} product={slug} /></Suspense>} />
