@@ -2,6 +2,10 @@ import { lazy, Suspense } from 'react';
 import { NavLink, Route, Routes, useParams } from 'react-router';
 import type { Session } from '../session.js';
 import { Fleet } from './Fleet.js';
+import { Customers } from './Customers.js';
+import { Clients } from './Clients.js';
+import { Team } from './Team.js';
+import { ProductSettings } from './ProductSettings.js';
 
 // The schema forms (react-jsonschema-form and Ajv) are most of the console's code: loaded when
 // the configuration is opened, not for the first page.
@@ -16,10 +20,18 @@ export function Product({ session }: { session: Session }) {
       <nav aria-label="Product" className="tabs">
         <NavLink to="" end>Devices</NavLink>
         <NavLink to="config">Configuration</NavLink>
+        <NavLink to="customers">Customers</NavLink>
+        <NavLink to="clients">Clients</NavLink>
+        <NavLink to="team">Team</NavLink>
+        <NavLink to="settings">Settings</NavLink>
       </nav>
       <Routes>
         <Route index element={<Fleet session={session} product={slug} />} />
         <Route path="config" element={<Suspense fallback={<p>Loading…</p>}><Configuration session={session} product={slug} /></Suspense>} />
+        <Route path="customers" element={<Customers session={session} product={slug} />} />
+        <Route path="clients" element={<Clients session={session} base={`/v1/products/${encodeURIComponent(slug)}/clients`} title="OAuth clients" />} />
+        <Route path="team" element={<Team session={session} product={slug} />} />
+        <Route path="settings" element={<ProductSettings session={session} product={slug} />} />
       </Routes>
     </section>
   );
