@@ -107,7 +107,7 @@ function CustomerRow({ session, base, customer: c, onChange }: { session: Sessio
           </form>
         ) : (
           <div className="row-actions">
-            <button type="button" className="secondary" aria-label={`Set a password for ${c.username}`} onClick={() => setChanging(true)}>Set password</button>
+            <button type="button" className="secondary" aria-label={`Set password for ${c.username}`} onClick={() => setChanging(true)}>Set password</button>
             <ConfirmButton
               label="Delete"
               subject={c.username}
