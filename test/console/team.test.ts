@@ -74,9 +74,13 @@ describe('team and settings', { concurrency: true }, () => {
     const product = await newProduct(server.url, owner.token, 'Settings Fleet');
     const customer = await raw(`${server.url}/v1/products/${product.id}/customers`, { method: 'POST', token: owner.token, json: { email: email('cust'), no_password: true } });
     assert.equal(customer.status, 201, customer.text);
-    const page = await loggedIn(owner.username, `/products/${product.slug}`);
+    // From another tab than Devices: each tab's link leads to its own page, and only it is current.
+    const page = await loggedIn(owner.username, `/products/${product.slug}/customers`);
+    await page.getByRole('heading', { name: 'Customers', exact: true }).waitFor();
     await tab(page, 'Settings').click();
     await page.getByRole('heading', { name: 'Settings', exact: true }).waitFor();
+    assert.equal(new URL(page.url()).pathname, `/products/${product.slug}/settings`);
+    assert.deepEqual(await page.locator('nav.tabs a[aria-current="page"]').allTextContents(), ['Settings']);
     assert.equal(await page.getByLabel('Name').inputValue(), 'Settings Fleet');
     assert.deepEqual(await seriousA11yViolations(page), [], 'the settings page');
     assert.ok(await fitsPhoneWidth(page), 'the settings page fits a phone');

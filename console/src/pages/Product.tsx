@@ -14,16 +14,18 @@ const Configuration = lazy(() => import('./Configuration.js').then((m) => ({ def
 /** One product: its fleet and its configuration, each a page of its own (a URL to come back to). */
 export function Product({ session }: { session: Session }) {
   const { slug = '' } = useParams();
+  const base = `/products/${encodeURIComponent(slug)}`;
   return (
     <section aria-labelledby="product-title">
       <h2 id="product-title">{slug}</h2>
       <nav aria-label="Product" className="tabs">
-        <NavLink to="" end>Devices</NavLink>
-        <NavLink to="config">Configuration</NavLink>
-        <NavLink to="customers">Customers</NavLink>
-        <NavLink to="clients">Clients</NavLink>
-        <NavLink to="team">Team</NavLink>
-        <NavLink to="settings">Settings</NavLink>
+        {/* Absolute: under this splat route a relative link resolves against the tab's own path. */}
+        <NavLink to={base} end>Devices</NavLink>
+        <NavLink to={`${base}/config`}>Configuration</NavLink>
+        <NavLink to={`${base}/customers`}>Customers</NavLink>
+        <NavLink to={`${base}/clients`}>Clients</NavLink>
+        <NavLink to={`${base}/team`}>Team</NavLink>
+        <NavLink to={`${base}/settings`}>Settings</NavLink>
       </nav>
       <Routes>
         <Route index element={<Fleet session={session} product={slug} />} />
