@@ -31,8 +31,8 @@ export function Clients({ session, base, title }: { session: Session; base: stri
   function submit(e: FormEvent<HTMLFormElement>) {
     e.preventDefault();
     const f = new FormData(e.currentTarget);
+    // The form keeps what was typed when the API refuses it; on success the secret replaces it.
     create.mutate(bodyFor(kind, String(f.get('name')).trim(), String(f.get('redirect_uri') ?? '').trim()));
-    e.currentTarget.reset();
   }
 
   return (
