@@ -109,7 +109,7 @@ const ROWS: Row[] = [
   ['POST', '/v1/products/{productIdOrSlug}/team', 'bearer',                 '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { destructive: true, target: 'a signed-up user not yet in the team' }],
   ['DELETE', '/v1/products/{productIdOrSlug}/team/{username}', 'bearer',    '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { destructive: true, target: 'a third team member' }],
 
-  ['POST', '/v1/products/{productIdOrSlug}/customers', 'client',            '400 400 400 400 400 400 400 400 400 400 400 400'],
+  ['POST', '/v1/products/{productIdOrSlug}/customers', 'bearer',            '400 401 401 401 ✓   403 ✓   ✓   403 403 ✓   403', { target: 'with a token; client credentials: test/products-customers.test.ts' }],
   ['GET', '/v1/products/{productIdOrSlug}/customers', 'bearer',             '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
   ['PUT', '/v1/products/{productIdOrSlug}/customers/{email}', 'bearer',     '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: 'a third customer' }],
   ['DELETE', '/v1/products/{productIdOrSlug}/customers/{email}', 'bearer',  '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { destructive: true, target: 'a third customer' }],

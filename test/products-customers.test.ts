@@ -106,12 +106,13 @@ test('customers: simple auth (mobile client), shadow customers (two-legged), and
   // Customers never reach console routes.
   assert.equal((await raw(`${server.url}/v1/products/${product.id}`, { token: login.body.access_token })).status, 403);
   assert.equal((await raw(`${server.url}/v1/user`, { token: login.body.access_token })).status, 403);
-  // The same e-mail in another case is taken; an access token is not a credential here.
+  // The same e-mail in another case is taken.
   const dup = await raw(`${server.url}/v1/products/${product.id}/customers`, { method: 'POST', headers: { authorization: basic(mobile.id, mobile.secret) }, form: { email: customerEmail.toUpperCase(), password: 'another pass' } });
   assert.equal(dup.status, 409);
-  const byToken = await raw(`${server.url}/v1/products/${product.id}/customers`, { method: 'POST', token: owner.token, form: { email: email(), password: 'another pass' } });
-  assert.equal(byToken.status, 400);
-  assert.equal(byToken.json.error, 'invalid_client');
+  // Client credentials win over a Bearer header sent with them (a client library's default auth): the answer is still a token.
+  const both = await raw(`${server.url}/v1/products/${product.id}/customers`, { method: 'POST', headers: { authorization: basic(mobile.id, mobile.secret) }, form: { email: email(), password: 'another pass', access_token: owner.token } });
+  assert.equal(both.status, 201, both.text);
+  assert.equal(typeof both.json.access_token, 'string');
   // Both or neither of password and no_password: 400.
   const forms: Array<Record<string, string>> = [{ email: email(), password: 'long enough', no_password: 'true' }, { email: email() }];
   for (const form of forms) {
@@ -144,7 +145,7 @@ test('customers: simple auth (mobile client), shadow customers (two-legged), and
   // The team lists customers, changes a password, deletes a customer (its tokens die).
   const list = await raw(`${server.url}/v1/products/${product.id}/customers?per_page=2`, { token: owner.token });
   assert.equal(list.status, 200);
-  assert.equal(list.json.meta.total, 3);
+  assert.equal(list.json.meta.total, 4);
   assert.equal(list.json.customers.length, 2);
   const reset = await raw(`${server.url}/v1/products/${product.id}/customers/${encodeURIComponent(customerEmail)}`, { method: 'PUT', token: owner.token, json: { password: 'a new password' } });
   assert.equal(reset.status, 200);
@@ -175,4 +176,66 @@ test('a customer logged in through a customers:create client gets a token that r
   assert.equal(devices.status, 200, devices.text);
   const code = await raw(`${server.url}/v1/products/${product.id}/device_claims`, { method: 'POST', token: login.body.access_token, json: {} });
   assert.equal(code.status, 200, code.text);
+});
+
+test("customers created with a team member's token: the record, no token; bad inputs; non-members get the team routes' 403", async () => {
+  const owner = await userToken();
+  const product = await newProduct(owner.token, 'Team Customers');
+  const url = `${server.url}/v1/products/${product.slug}/customers`;
+  const withPassword = email('teamcust');
+  const made = await raw(url, { method: 'POST', token: owner.token, json: { email: withPassword, password: 'customer pass' } });
+  assert.equal(made.status, 201, made.text);
+  assert.equal(made.json.customer.username, withPassword);
+  assert.equal(made.json.customer.shadow, false);
+  assert.deepEqual(made.json.customer.devices, []);
+  assert.equal(made.json.access_token, undefined, 'the team member is not handed a customer token');
+  // The customer logs in itself, with the product's client and the password grant.
+  const mobile = await raw(`${server.url}/v1/products/${product.id}/clients`, { method: 'POST', token: owner.token, json: { name: 'app', scope: 'customers:create' } });
+  const login = await raw(`${server.url}/oauth/token`, { method: 'POST', headers: { authorization: basic(mobile.json.client.id, mobile.json.client.secret) }, form: { grant_type: 'password', username: withPassword, password: 'customer pass' } });
+  assert.equal(login.status, 200, login.text);
+
+  const shadow = await raw(url, { method: 'POST', token: owner.token, form: { email: email('teamshadow'), no_password: 'true' } });
+  assert.equal(shadow.status, 201, shadow.text);
+  assert.equal(shadow.json.customer.shadow, true);
+
+  // The product's own tokens may too: full scope, and customers:create.
+  const twoLegged = await raw(`${server.url}/v1/products/${product.id}/clients`, { method: 'POST', token: owner.token, json: { name: 'server' } });
+  for (const client of [twoLegged.json.client, mobile.json.client]) {
+    const t = await raw(`${server.url}/oauth/token`, { method: 'POST', headers: { authorization: basic(client.id, client.secret) }, form: { grant_type: 'client_credentials' } });
+    const r = await raw(url, { method: 'POST', token: t.json.access_token, json: { email: email('byproduct'), no_password: true } });
+    assert.equal(r.status, 201, `${client.name}: ${r.text}`);
+  }
+
+  // Bad inputs: clear JSON errors, never a 500.
+  const bad: Array<[Record<string, unknown>, number, string]> = [
+    [{ email: withPassword.toUpperCase(), password: 'another pass' }, 409, 'conflict'],
+    [{ email: email(), password: 'long enough', no_password: true }, 400, 'invalid_request'],
+    [{ email: email() }, 400, 'invalid_request'],
+    [{ email: 'not an e-mail', no_password: true }, 400, 'invalid_request'],
+    [{ email: email(), password: 'short' }, 400, 'invalid_request'],
+    [{ password: 'long enough' }, 400, 'invalid_request'],
+    [{ email: email(), no_password: 'maybe' }, 400, 'invalid_request'],
+  ];
+  for (const [json, status, error] of bad) {
+    const r = await raw(url, { method: 'POST', token: owner.token, json });
+    assert.equal(r.status, status, `${JSON.stringify(json)}: ${r.text}`);
+    assert.equal(r.json.error, error, JSON.stringify(json));
+  }
+  const twice = await raw(`${url}?access_token=${owner.token}`, { method: 'POST', token: owner.token, json: { email: email(), no_password: true } });
+  assert.equal(twice.status, 400);
+
+  // Anyone else: the same 403 as for the product's other routes, and for a product that does not exist.
+  const stranger = await userToken();
+  const refused = await raw(url, { method: 'POST', token: stranger.token, json: { email: email(), no_password: true } });
+  const otherRoute = await raw(`${server.url}/v1/products/${product.slug}/team`, { token: stranger.token });
+  const unknown = await raw(`${server.url}/v1/products/no-such-product/customers`, { method: 'POST', token: stranger.token, json: { email: email(), no_password: true } });
+  assert.equal(refused.status, 403);
+  assert.deepEqual(refused.json, otherRoute.json);
+  assert.deepEqual(unknown.json, refused.json);
+  // A customer's token creates no customer; a token that does not exist is a 401.
+  const customerToken = login.json.access_token as string;
+  assert.equal((await raw(url, { method: 'POST', token: customerToken, json: { email: email(), no_password: true } })).status, 403);
+  assert.equal((await raw(url, { method: 'POST', token: 'not-a-token', json: { email: email(), no_password: true } })).status, 401);
+  const listed = await raw(`${url}?per_page=100`, { token: owner.token });
+  assert.equal(listed.json.meta.total, 4);
 });

@@ -5,6 +5,7 @@ import { forget, logOut, savedSession, type Session } from './session.js';
 import { SignIn } from './pages/SignIn.js';
 import { Products } from './pages/Products.js';
 import { Product } from './pages/Product.js';
+import { Clients } from './pages/Clients.js';
 import { Link, Route, Routes } from 'react-router';
 
 /**
@@ -41,6 +42,7 @@ export function App() {
     <QueryClientProvider client={client}>
       <header>
         <Link to="/" className="brand">Skyport</Link>
+        <Link to="/clients">OAuth clients</Link>
         <span className="who">{session.username}</span>
         {/* Sign-in shows once the token is revoked, not while the revocation is still on its way. */}
         <button type="button" onClick={() => { void logOut(session).then(() => setSession(null)); }}>Log out</button>
@@ -49,6 +51,7 @@ export function App() {
         <Routes>
           <Route path="/" element={<Products session={session} />} />
           <Route path="/products/:slug/*" element={<Product session={session} />} />
+          <Route path="/clients" element={<section aria-labelledby="account-clients-title"><h2 id="account-clients-title">OAuth clients</h2><p>Clients of your own account: their tokens act as you.</p><Clients session={session} base="/v1/clients" title="Your clients" /></section>} />
           <Route path="*" element={<p>No such page. <Link to="/">Your products</Link></p>} />
         </Routes>
       </main>

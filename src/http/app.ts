@@ -141,7 +141,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   productScope(app, deps.products, (scope) => {
     productTeamRoutes(scope, { products: deps.products, guard });
     productClientRoutes(scope, { clients: deps.clients, guard });
-    customerRoutes(scope, { customers: deps.customers, clients: deps.clients, guard });
+    customerRoutes(scope, { customers: deps.customers, clients: deps.clients, products: deps.products, guard });
     productDeviceRoutes(scope, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, guard });
     productDeviceCallRoutes(scope, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, guard });
     productEventRoutes(scope, { events: deps.events, devices: deps.devices.access, streams, guard });

@@ -6,6 +6,7 @@ import { pageMeta } from '../domain/paging.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { Settings } from '../config/settings.js';
+import type { Subject } from '../domain/subject.js';
 import type { CustomerRecord, CustomersRepository } from '../repositories/customers.repository.js';
 import type { ProductRecord } from '../repositories/products.repository.js';
 import type { DevicesRepository } from '../repositories/devices.repository.js';
@@ -15,6 +16,9 @@ import type { AuditService } from './audit.service.js';
 import type { AuthenticatedClient } from './clients.service.js';
 import type { CustomerDirectory } from './customer-directory.js';
 import type { TokenResponse, TokenService } from './tokens.service.js';
+
+/** A customer as the team sees it (GET /v1/products/:p/customers). */
+export interface CustomerView { id: string; username: string; shadow: boolean; created_at: string; devices: string[] }
 
 export interface NewCustomerBody {
   email?: unknown;
@@ -71,6 +75,24 @@ export function createCustomerService(deps: {
     },
   };
 
+  const view = (c: CustomerRecord, devices: string[]): CustomerView => ({ id: c.id, username: c.email, shadow: c.passwordHash === null, created_at: c.createdAt.toISOString(), devices });
+
+  /** A new customer: with a password (simple authentication) or none (a shadow customer). */
+  async function insert(product: ProductRecord, body: NewCustomerBody, ip: string, details: Record<string, unknown>): Promise<CustomerRecord> {
+    const email = validateEmail(body.email, 'email');
+    const noPassword = body.no_password === true || body.no_password === 'true';
+    const hasPassword = body.password !== undefined && body.password !== '';
+    if (hasPassword === noPassword) throw new DomainError('invalid_request', 'Send either password (simple authentication) or no_password=true (a shadow customer), not both and not neither');
+    const passwordHash = hasPassword ? await secrets.hashPassword(validateNewPassword(body.password)) : null;
+    const now = clock.now();
+    const customer: CustomerRecord = { id: secrets.uuid(), productId: product.id, email, passwordHash, createdAt: now, updatedAt: now };
+    if (!(await repo.insert(customer))) {
+      throw new DomainError('conflict', `A customer with the e-mail ${email} already exists in this product`, { details: { errors: ['email already taken'] } });
+    }
+    await audit.record({ account: { kind: 'customer', id: customer.id }, type: 'customer.created', ip, details: { product_id: product.id, ...details, shadow: noPassword } });
+    return customer;
+  }
+
   return {
     directory,
 
@@ -82,31 +104,32 @@ export function createCustomerService(deps: {
       if (client.kind !== 'registered' || client.record.owner.kind !== 'product' || client.record.owner.id !== String(product.id)) {
         throw new DomainError('invalid_client', 'The client must belong to this product');
       }
-      const email = validateEmail(body.email, 'email');
-      const noPassword = body.no_password === true || body.no_password === 'true';
-      const hasPassword = body.password !== undefined && body.password !== '';
-      if (hasPassword === noPassword) throw new DomainError('invalid_request', 'Send either password (simple authentication) or no_password=true (a shadow customer), not both and not neither');
-      const passwordHash = hasPassword ? await secrets.hashPassword(validateNewPassword(body.password)) : null;
-      const now = clock.now();
-      const customer: CustomerRecord = { id: secrets.uuid(), productId: product.id, email, passwordHash, createdAt: now, updatedAt: now };
-      if (!(await repo.insert(customer))) {
-        throw new DomainError('conflict', `A customer with the e-mail ${email} already exists in this product`, { details: { errors: ['email already taken'] } });
-      }
-      await audit.record({ account: { kind: 'customer', id: customer.id }, type: 'customer.created', ip, details: { product_id: product.id, client_id: client.id, shadow: noPassword } });
+      const customer = await insert(product, body, ip, { client_id: client.id });
       return tokens.issue({
         subject: subjectOf(customer),
         clientId: client.id,
         scope: null,
-        lifetime: resolveLifetime({}, now, deps.settings.tokenLifetimeSeconds),
+        lifetime: resolveLifetime({}, clock.now(), deps.settings.tokenLifetimeSeconds),
         withRefreshToken: true,
       });
+    },
+
+    /**
+     * POST /v1/products/:p/customers with a team member's token or the product's own (the
+     * console): the customer record, and no token. Whoever manages the product is not the
+     * customer, so nothing is handed out that would let it act as one; the customer logs in
+     * itself (simple authentication), or the product's two-legged client mints its tokens.
+     */
+    async createByTeam(product: ProductRecord, by: Subject, body: NewCustomerBody, ip: string): Promise<CustomerView> {
+      const who = by.kind === 'user' ? { user_id: by.userId } : by.kind === 'product' ? { product_token: true } : {};
+      return view(await insert(product, body, ip, who), []);
     },
 
     async list(product: ProductRecord, page: number, perPage: number) {
       const { customers, total } = await repo.list(product.id, perPage, (page - 1) * perPage);
       const owned = await deps.devices.idsByOwners('customer', customers.map((c) => c.id));
       return {
-        customers: customers.map((c) => ({ id: c.id, username: c.email, shadow: c.passwordHash === null, created_at: c.createdAt.toISOString(), devices: owned.get(c.id) ?? [] })),
+        customers: customers.map((c) => view(c, owned.get(c.id) ?? [])),
         meta: pageMeta(page, perPage, total),
       };
     },

@@ -1,31 +1,51 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import type { ClientService } from '../../services/clients.service.js';
 import type { CustomerService } from '../../services/customers.service.js';
-import type { Guard } from '../auth.js';
+import type { ProductService } from '../../services/products.service.js';
+import { authOf, type Guard } from '../auth.js';
 import { productOf } from '../product-scope.js';
 import { clientCredentialsOf } from '../credentials.js';
 import { Flag, Pagination, Str, errorResponses } from '../schemas.js';
 
 const P = Type.Object({ productIdOrSlug: Str(100) });
+const CustomerView = Type.Object({ id: Type.String(), username: Type.String(), shadow: Type.Boolean(), created_at: Type.String(), devices: Type.Array(Type.String()) });
+
+/**
+ * Whether a customer is created with an access token rather than client credentials: a token
+ * and no client credentials at all. Client credentials win, so that a client library that also
+ * sends its default Bearer header keeps the OAuth way (and its answer, a token).
+ */
+function usesAccessToken(req: FastifyRequest): boolean {
+  const header = req.headers.authorization;
+  if (typeof header === 'string' && /^basic\s/i.test(header)) return false;
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  if (body.client_id !== undefined || body.client_secret !== undefined) return false;
+  const query = (req.query ?? {}) as Record<string, unknown>;
+  return (typeof header === 'string' && /^bearer\s/i.test(header)) || query.access_token !== undefined || body.access_token !== undefined;
+}
 const PE = Type.Object({ productIdOrSlug: Str(100), email: Str(254) });
 
 /**
  * Customers of a product (docs/api.md, "Customers"; docs/particle-compatibility.md#customers),
  * under /v1/products/:productIdOrSlug (http/product-scope.ts).
  */
-export function customerRoutes(scope: FastifyInstance, deps: { customers: CustomerService; clients: ClientService; guard: Guard }): void {
+export function customerRoutes(scope: FastifyInstance, deps: { customers: CustomerService; clients: ClientService; products: Pick<ProductService, 'access'>; guard: Guard }): void {
   const { customers, guard } = deps;
   const teamOnly = guard({ subjects: ['user', 'product'] });
+  // A team member's or the product's token may create customers too (the console does), when
+  // its scope allows it; a customers:create product token as well.
+  const teamCreates = guard({ subjects: ['user', 'product'], scope: 'customers:create' });
 
-  // Client credentials, never a token: the product is looked up, and the client must be its own.
+  // Client credentials, or else an access token of the team: the product is looked up here, and
+  // each way judges its own credential.
   scope.post<{ Params: { productIdOrSlug: string }; Body: { email?: string; password?: string; no_password?: boolean | 'true' | 'false' } }>('/customers', {
     config: { productAccess: 'lookup' },
     schema: {
       tags: ['customers'],
-      summary: 'Create a customer and log it in (client credentials only, never an access token)',
-      description: 'HTTP Basic or client_id/client_secret fields; a web client may send its client_id alone. Body: email and either password or no_password=true.',
+      summary: "Create a customer: with client credentials, answers its first token; with a team member's or the product's token, the customer record",
+      description: 'Client credentials: HTTP Basic or client_id/client_secret fields (a web client may send its client_id alone); they win over an access token. Otherwise an access token of a team member or of the product (full or customers:create scope). Body: email and either password or no_password=true.',
       params: P,
       body: Type.Object({
         email: Str(254),
@@ -34,13 +54,23 @@ export function customerRoutes(scope: FastifyInstance, deps: { customers: Custom
         client_id: Type.Optional(Str(200)),
         client_secret: Type.Optional(Str(200)),
         grant_type: Type.Optional(Str(100)),
+        access_token: Type.Optional(Str(200)),
       }),
       response: {
-        201: Type.Object({ token_type: Type.Literal('bearer'), access_token: Type.String(), expires_in: Type.Integer(), refresh_token: Type.Optional(Type.String()) }),
-        ...errorResponses(400, 403, 409, 429),
+        201: Type.Union([
+          Type.Object({ token_type: Type.Literal('bearer'), access_token: Type.String(), expires_in: Type.Integer(), refresh_token: Type.Optional(Type.String()) }),
+          Type.Object({ ok: Type.Literal(true), customer: CustomerView }),
+        ]),
+        ...errorResponses(400, 401, 403, 409, 429),
       },
     },
   }, async (req, reply) => {
+    if (usesAccessToken(req)) {
+      await teamCreates(req);
+      // The same 403 as every team route for a product the token may not manage.
+      const product = await deps.products.access(authOf(req), req.params.productIdOrSlug);
+      return reply.code(201).send({ ok: true, customer: await customers.createByTeam(product, authOf(req).subject, req.body, req.ip) });
+    }
     const { id, secret } = clientCredentialsOf(req);
     const client = await deps.clients.authenticate(id, secret, req.ip, { allowMissingSecret: true });
     if (client.kind === 'registered' && client.record.scope !== null && client.record.scope !== 'customers:create') {
@@ -61,7 +91,7 @@ export function customerRoutes(scope: FastifyInstance, deps: { customers: Custom
       querystring: Type.Intersect([Pagination, Type.Object({ access_token: Type.Optional(Str(200)) })]),
       response: {
         200: Type.Object({
-          customers: Type.Array(Type.Object({ id: Type.String(), username: Type.String(), shadow: Type.Boolean(), created_at: Type.String(), devices: Type.Array(Type.String()) })),
+          customers: Type.Array(CustomerView),
           meta: Type.Object({ page: Type.Integer(), per_page: Type.Integer(), total: Type.Integer(), total_pages: Type.Integer() }),
         }),
         ...errorResponses(400, 401, 403),

@@ -1,0 +1,63 @@
+import { useState, type FormEvent } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useNavigate } from 'react-router';
+import { api } from '../api.js';
+import type { Session } from '../session.js';
+
+interface ProductRecord { id: number; slug: string; name: string; description: string }
+
+/** A product's name and description, and deleting the product (confirmed by typing its slug). */
+export function ProductSettings({ session, product }: { session: Session; product: string }) {
+  const base = `/v1/products/${encodeURIComponent(product)}`;
+  const client = useQueryClient();
+  const navigate = useNavigate();
+  const current = useQuery({ queryKey: ['product', product], queryFn: () => api<{ product: ProductRecord }>(base, { token: session.token }) });
+  const [typed, setTyped] = useState('');
+  const save = useMutation({
+    mutationFn: (body: { name: string; description: string }) => api<{ product: ProductRecord }>(base, { method: 'PUT', token: session.token, json: body }),
+    onSuccess: async () => {
+      await client.invalidateQueries({ queryKey: ['product', product] });
+      await client.invalidateQueries({ queryKey: ['products'] });
+    },
+  });
+  const remove = useMutation({
+    // The slug, typed by the user, is also the API's own confirmation for a product with customers.
+    mutationFn: (slug: string) => api(`${base}?confirm=${encodeURIComponent(slug)}`, { method: 'DELETE', token: session.token }),
+    onSuccess: async () => {
+      client.removeQueries({ queryKey: ['product', product] });
+      await client.invalidateQueries({ queryKey: ['products'] });
+      await navigate('/');
+    },
+  });
+
+  function submit(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    const f = new FormData(e.currentTarget);
+    save.mutate({ name: String(f.get('name')).trim(), description: String(f.get('description') ?? '') });
+  }
+
+  if (current.error) return <p role="alert" className="error">{current.error.message}</p>;
+  if (!current.data) return <p>Loading…</p>;
+  const p = current.data.product;
+  return (
+    <section aria-labelledby="settings-title">
+      <h3 id="settings-title">Settings</h3>
+      {/* Keyed by the saved values, so that the form shows what the API holds after a save. */}
+      <form key={`${p.name}\n${p.description}`} onSubmit={submit} className="card" aria-label="Product settings" onChange={() => save.reset()}>
+        <label>Name<input name="name" defaultValue={p.name} required maxLength={64} /></label>
+        <label>Description<input name="description" defaultValue={p.description} maxLength={256} /></label>
+        <p>The product's address keeps its slug, <code>{p.slug}</code>, whatever its name.</p>
+        <button type="submit" disabled={save.isPending}>Save</button>
+        {save.isSuccess && <p role="status">Saved.</p>}
+        {save.error && <p role="alert" className="error">{save.error.message}</p>}
+      </form>
+      <form className="card danger-zone" aria-labelledby="delete-title" onSubmit={(e) => { e.preventDefault(); remove.mutate(typed.trim()); }}>
+        <h4 id="delete-title">Delete this product</h4>
+        <p>Its OAuth clients, their tokens and its customers are deleted with it; its devices leave it (those its customers own are released). This cannot be undone.</p>
+        <label>Type the product's slug, {p.slug}, to confirm<input value={typed} onChange={(e) => setTyped(e.target.value)} autoComplete="off" spellCheck={false} /></label>
+        <button type="submit" className="danger" disabled={typed.trim() !== p.slug || remove.isPending}>Delete product</button>
+        {remove.error && <p role="alert" className="error">{remove.error.message}</p>}
+      </form>
+    </section>
+  );
+}

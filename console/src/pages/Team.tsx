@@ -1,0 +1,80 @@
+import { type FormEvent } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useNavigate } from 'react-router';
+import { api } from '../api.js';
+import type { Session } from '../session.js';
+import { ConfirmButton } from '../Confirm.js';
+
+interface Member { username: string; role: string; no_mfa: boolean }
+
+/** A product's team: its members, inviting an existing account, removing a member. */
+export function Team({ session, product }: { session: Session; product: string }) {
+  const base = `/v1/products/${encodeURIComponent(product)}/team`;
+  const client = useQueryClient();
+  const key = ['team', product];
+  const team = useQuery({ queryKey: key, queryFn: () => api<{ team: Member[] }>(base, { token: session.token }) });
+  const navigate = useNavigate();
+  const refresh = () => client.invalidateQueries({ queryKey: key });
+  const invite = useMutation({
+    mutationFn: (username: string) => api<{ username: string }>(base, { method: 'POST', token: session.token, json: { username } }),
+    onSuccess: refresh,
+  });
+  const remove = useMutation({
+    mutationFn: (username: string) => api(`${base}/${encodeURIComponent(username)}`, { method: 'DELETE', token: session.token }),
+    // Leaving the team leaves the product: back to the products one still has.
+    onSuccess: async (_r, username) => {
+      if (username.toLowerCase() === session.username.toLowerCase()) {
+        await client.invalidateQueries({ queryKey: ['products'] });
+        await navigate('/');
+      } else {
+        await refresh();
+      }
+    },
+  });
+
+  function submit(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    const form = e.currentTarget;
+    invite.mutate(String(new FormData(form).get('username')).trim(), { onSuccess: () => form.reset() });
+  }
+
+  return (
+    <section aria-labelledby="team-title">
+      <h3 id="team-title">Team</h3>
+      <p>Every member manages the whole product: its devices, configuration, customers and clients.</p>
+      <form onSubmit={submit} className="card" aria-label="Invite a member">
+        <label>E-mail of an existing account<input name="username" type="email" required maxLength={254} /></label>
+        <button type="submit" disabled={invite.isPending}>Invite</button>
+        {invite.isSuccess && <p role="status">{invite.data.username} is now a member of the team.</p>}
+        {invite.error && <p role="alert" className="error">{invite.error.message}</p>}
+      </form>
+      {team.isPending && <p>Loading…</p>}
+      {team.error && <p role="alert" className="error">{team.error.message}</p>}
+      {remove.error && <p role="alert" className="error">{remove.error.message}</p>}
+      {team.data && (
+        <table>
+          <thead><tr><th scope="col">Member</th><th scope="col">Role</th><th scope="col">Two-step verification</th><th scope="col" className="actions">Actions</th></tr></thead>
+          <tbody>
+            {team.data.team.map((m) => (
+              <tr key={m.username}>
+                <td>{m.username}{m.username === session.username ? ' (you)' : ''}</td>
+                <td>{m.role}</td>
+                <td>{m.no_mfa ? 'off' : 'on'}</td>
+                <td className="actions">
+                  <ConfirmButton
+                    label="Remove"
+                    subject={m.username}
+                    question={`Remove ${m.username} from the team? They no longer reach this product.`}
+                    confirmLabel="Yes, remove"
+                    pending={remove.isPending}
+                    onConfirm={() => remove.mutate(m.username)}
+                  />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
