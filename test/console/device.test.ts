@@ -101,7 +101,7 @@ describe('a device page', { concurrency: true, timeout: 120_000 }, () => {
     const who = await provision(server.url, token, product.id);
     const page = await devicePage(username, product.slug, who.id);
     const url = `${server.url}/v1/products/${product.id}/devices/${who.id}`;
-    assert.equal(await page.getByRole('link', { name: 'Settings' }).getAttribute('href'), `/products/${product.slug}/devices/${who.id}/config`);
+    assert.equal(await page.getByRole('link', { name: 'Device settings' }).getAttribute('href'), `/products/${product.slug}/devices/${who.id}/config`);
 
     await page.getByRole('textbox', { name: 'Name' }).fill('not a name!');
     await page.getByRole('button', { name: 'Save' }).click();

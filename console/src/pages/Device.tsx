@@ -54,7 +54,7 @@ export function Device({ session, product }: { session: Session; product: string
       <p><Link to={`/products/${product}`}>← All devices</Link></p>
       <div className="row">
         <h3 id="device-title">{d.name ?? 'Device'} <code>{d.id}</code></h3>
-        <Link to="config">Settings</Link>
+        <Link to="config">Device settings</Link>
       </div>
       <dl className="pairs">
         <dt>State</dt><dd>{online ? 'online' : 'offline'}</dd>
