@@ -9,8 +9,10 @@ interface Page { events: Event[]; meta: { page: number; total_pages: number; tot
 
 const PER_PAGE = 10;
 
-/** The details of an event as "key: value" pairs, short enough for a table cell. */
-const detailsOf = (d: Record<string, unknown>) => Object.entries(d).map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ');
+/** The details of an event as "key: value" pairs, short enough for a table cell (empty ones left out). */
+const detailsOf = (d: Record<string, unknown>) => Object.entries(d)
+  .filter(([, v]) => v !== null && v !== undefined)
+  .map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ');
 
 /** The account's security audit log (logins, tokens, MFA, password changes), newest first, paged. */
 export function SecurityLog({ session }: { session: Session }) {
