@@ -81,6 +81,9 @@ const ROWS: Row[] = [
   ['DELETE', '/v1/access_tokens/current', 'bearer',                         '400 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓', { destructive: true }],
   ['DELETE', '/v1/access_tokens', 'bearer',                                 '400 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   403 ✓', { destructive: true }],
   ['DELETE', '/v1/access_tokens/{token}', 'path',                           '401 401 401 401 ✓   ✓   ✓   ✓   ✓   ✓   ✓   ✓', { destructive: true, target: 'the token of the column itself' }],
+  ['POST', '/v1/access_tokens', 'bearer',                                   '400 401 401 401 ✓   ✓   ✓   403 403 403 403 403'],
+  ['GET', '/v1/user/access_tokens', 'bearer',                               '400 401 401 401 ✓   ✓   ✓   403 403 403 403 403'],
+  ['DELETE', '/v1/user/access_tokens/{id}', 'bearer',                       '400 401 401 401 ✓   404 404 403 403 403 403 403', { target: "another token of the owner's" }],
 
   ['GET', '/v1/user', 'bearer',                                             '400 401 401 401 ✓   ✓   ✓   403 403 403 403 403'],
   ['PUT', '/v1/user', 'bearer',                                             '400 401 401 401 ✓   ✓   ✓   403 403 403 403 403', { target: 'account_info' }],

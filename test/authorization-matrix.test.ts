@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { startTestServer, manualClock, email, type TestServer } from './helpers/server.js';
 import mqtt from 'mqtt';
 import { basic, raw, type RawResponse } from './helpers/http.js';
@@ -230,6 +231,13 @@ const REQUESTS: Record<string, (fx: Fixture, cred: CredentialId) => CellRequest 
   'DELETE /v1/access_tokens/current': () => ({ path: '/v1/access_tokens/current' }),
   'DELETE /v1/access_tokens': () => ({ path: '/v1/access_tokens' }),
   'DELETE /v1/access_tokens/{token}': (fx, cred) => ({ path: `/v1/access_tokens/${enc(fx.tokens[cred] ?? '0'.repeat(40))}` }),
+  'POST /v1/access_tokens': () => ({ path: '/v1/access_tokens', json: {} }),
+  'GET /v1/user/access_tokens': () => ({ path: '/v1/user/access_tokens' }),
+  'DELETE /v1/user/access_tokens/{id}': async (fx) => {
+    // A fresh token of the owner's; its id is the start of its SHA-256 digest (docs/api.md).
+    const login = await must(200, call('POST', '/oauth/token', { headers: { authorization: basic('particle', 'particle') }, form: { grant_type: 'password', username: fx.owner.username, password: fx.owner.password } }), 'owner login');
+    return { path: `/v1/user/access_tokens/${createHash('sha256').update(login.json.access_token as string).digest('hex').slice(0, 16)}` };
+  },
 
   'GET /v1/user': () => ({ path: '/v1/user' }),
   'PUT /v1/user': () => ({ path: '/v1/user', json: { account_info: { first_name: 'Matrix' } } }),

@@ -1,11 +1,14 @@
 import { useEffect, useState } from 'react';
 import { QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { ApiError } from './api.js';
-import { forget, logOut, savedSession, type Session } from './session.js';
+import { forget, hasExpired, logOut, renew, revokeTemporariesOnExit, savedSession, type Session } from './session.js';
+import { useRenewal } from './use-renewal.js';
+import { ApiTokenButton } from './ApiToken.js';
 import { SignIn } from './pages/SignIn.js';
 import { Products } from './pages/Products.js';
 import { Product } from './pages/Product.js';
 import { Clients } from './pages/Clients.js';
+import { Account } from './pages/Account.js';
 import { Link, Route, Routes } from 'react-router';
 
 /**
@@ -15,20 +18,32 @@ import { Link, Route, Routes } from 'react-router';
 export function App() {
   const [session, setSession] = useState<Session | null>(savedSession);
   const [expired, setExpired] = useState(false);
+  const ended = () => {
+    forget();
+    setExpired(true);
+    setSession(null);
+  };
   const [client] = useState(() => new QueryClient({
-    // A session the cloud no longer accepts goes back to sign-in, saying why.
+    // A session the cloud no longer accepts goes back to sign-in, saying why; a token that merely
+    // expired (a computer waking from sleep) is renewed first, and the page asks again.
     queryCache: new QueryCache({
       onError: (err) => {
         if (err instanceof ApiError && err.status === 401) {
-          forget();
-          setExpired(true);
-          setSession(null);
+          const s = savedSession();
+          if (s && hasExpired(s)) renew(s).then(setSession, ended);
+          else ended();
         }
       },
     }),
     defaultOptions: { queries: { retry: (n, err) => !(err instanceof ApiError && err.status < 500) && n < 2 } },
   }));
   useEffect(() => { if (!session) client.clear(); }, [session, client]);
+  useRenewal(session, setSession, ended);
+  // After a renewal, what failed for want of a live token is asked again with the new one.
+  useEffect(() => {
+    if (session) void client.refetchQueries({ predicate: (q) => q.state.error instanceof ApiError && q.state.error.status === 401 });
+  }, [session, client]);
+  useEffect(revokeTemporariesOnExit, []);
 
   if (!session) {
     return (
@@ -43,6 +58,8 @@ export function App() {
       <header>
         <Link to="/" className="brand">Skyport</Link>
         <Link to="/clients">OAuth clients</Link>
+        <Link to="/account">Account</Link>
+        <ApiTokenButton session={session} />
         <span className="who">{session.username}</span>
         {/* Sign-in shows once the token is revoked, not while the revocation is still on its way. */}
         <button type="button" onClick={() => { void logOut(session).then(() => setSession(null)); }}>Log out</button>
@@ -52,6 +69,7 @@ export function App() {
           <Route path="/" element={<Products session={session} />} />
           <Route path="/products/:slug/*" element={<Product session={session} />} />
           <Route path="/clients" element={<section aria-labelledby="account-clients-title"><h2 id="account-clients-title">OAuth clients</h2><p>Clients of your own account: their tokens act as you.</p><Clients session={session} base="/v1/clients" title="Your clients" /></section>} />
+          <Route path="/account" element={<Account session={session} />} />
           <Route path="*" element={<p>No such page. <Link to="/">Your products</Link></p>} />
         </Routes>
       </main>

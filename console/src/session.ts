@@ -1,16 +1,28 @@
 import { api, ApiError } from './api.js';
 
 /**
- * The console's own session: a token of the password grant, through the console's public client
- * (`skyport-console`, docs/api.md), kept for this browser tab only (sessionStorage) and revoked
- * at log-out.
+ * The console's own session: a short token of the password grant, through the console's public
+ * client (`skyport-console`, docs/api.md), renewed with its refresh token while the console is
+ * open and revoked at log-out. Kept for this browser tab only (sessionStorage).
  */
 const CLIENT = `Basic ${btoa('skyport-console:skyport-console')}`;
 const KEY = 'skyport.session';
-/** The console's token lives an hour; a later step renews it while the console is open. */
-export const SESSION_SECONDS = 3600;
+/** The console's token lives a quarter of an hour; a console left closed ends soon after. */
+export const SESSION_SECONDS = 900;
+/**
+ * Renewed when a third of its life is left: a background tab's timers may run a minute late
+ * (browsers throttle them), and that must still be before expiry.
+ */
+const RENEW_WHEN_LEFT = 1 / 3;
 
-export interface Session { token: string; username: string }
+export interface Session {
+  token: string;
+  username: string;
+  /** The refresh token, single use: each renewal brings the next. */
+  refreshToken?: string;
+  /** When the token expires, in this browser's clock (ms). */
+  expiresAt?: number;
+}
 
 export function savedSession(): Session | null {
   try {
@@ -27,13 +39,19 @@ function keep(s: Session | null): Session | null {
   return s;
 }
 
-interface TokenAnswer { access_token: string }
+interface TokenAnswer { access_token: string; refresh_token?: string; expires_in: number }
+
+function sessionOf(t: TokenAnswer, username: string): Session {
+  const s: Session = { token: t.access_token, username, expiresAt: Date.now() + t.expires_in * 1000 };
+  if (t.refresh_token) s.refreshToken = t.refresh_token;
+  return keep(s) as Session;
+}
 
 /** The first step: a session, or the MFA challenge's token when the account has MFA on. */
 export async function logIn(username: string, password: string): Promise<Session | { mfaToken: string }> {
   try {
     const t = await api<TokenAnswer>('/oauth/token', { method: 'POST', headers: { authorization: CLIENT }, form: { grant_type: 'password', username, password, expires_in: String(SESSION_SECONDS) } });
-    return keep({ token: t.access_token, username }) as Session;
+    return sessionOf(t, username);
   } catch (err) {
     if (err instanceof ApiError && err.code === 'mfa_required' && typeof err.body.mfa_token === 'string') return { mfaToken: err.body.mfa_token };
     throw err;
@@ -47,20 +65,88 @@ export async function logInWithCode(username: string, mfaToken: string, code: st
     ? { grant_type: 'urn:custom:recovery-code', mfa_token: mfaToken, recovery_code: code.trim() }
     : { grant_type: 'urn:custom:mfa-otp', mfa_token: mfaToken, otp: code.trim() };
   const t = await api<TokenAnswer>('/oauth/token', { method: 'POST', headers: { authorization: CLIENT }, form });
-  return keep({ token: t.access_token, username }) as Session;
+  return sessionOf(t, username);
 }
 
 export async function signUp(username: string, password: string): Promise<void> {
   await api('/v1/users', { method: 'POST', json: { username, password } });
 }
 
-/** Revokes the console's token; the session ends here whatever the cloud answered. */
+/** How long until the session should be renewed (ms; 0: now); null for a session that cannot be. */
+export function renewalDelay(s: Session): number | null {
+  if (!s.refreshToken || s.expiresAt === undefined) return null;
+  return Math.max(0, s.expiresAt - Date.now() - SESSION_SECONDS * 1000 * RENEW_WHEN_LEFT);
+}
+
+/**
+ * The next token of the session (the refresh token grant). Throws ApiError; a 4xx means the cloud
+ * no longer accepts the session (revoked, or its refresh token expired).
+ */
+export function renew(s: Session): Promise<Session> {
+  const refreshToken = s.refreshToken;
+  if (!refreshToken) return Promise.reject(new ApiError(401, 'invalid_token', 'Your session ended.', {}));
+  // A refresh token is single use: the timer and a request that met an expired token share one renewal.
+  let pending = renewals.get(refreshToken);
+  if (!pending) {
+    pending = api<TokenAnswer>('/oauth/token', { method: 'POST', headers: { authorization: CLIENT }, form: { grant_type: 'refresh_token', refresh_token: refreshToken } })
+      .then((t) => sessionOf(t, s.username));
+    renewals.set(refreshToken, pending);
+  }
+  return pending;
+}
+const renewals = new Map<string, Promise<Session>>();
+
+/** Whether the session's token has expired by now (then a 401 calls for a renewal, not a new login). */
+export const hasExpired = (s: Session): boolean => s.expiresAt !== undefined && s.expiresAt <= Date.now();
+
+/**
+ * Revokes what the console holds, its access and its refresh token (each takes the whole session
+ * with it on the cloud, the temporary API tokens included); the session ends here whatever the
+ * cloud answered.
+ */
 export async function logOut(session: Session): Promise<void> {
   keep(null);
-  await api('/v1/access_tokens/current', { method: 'DELETE', token: session.token }).catch(() => undefined);
+  temporaries.clear();
+  await Promise.all([
+    api('/v1/access_tokens/current', { method: 'DELETE', token: session.token }).catch(() => undefined),
+    session.refreshToken && api('/oauth/revoke', { method: 'POST', headers: { authorization: CLIENT }, form: { token: session.refreshToken } }).catch(() => undefined),
+  ]);
 }
 
 /** Forgets a session the cloud no longer accepts (expired or revoked). */
 export function forget(): void {
   keep(null);
+  temporaries.clear();
+}
+
+/**
+ * The temporary API tokens this page handed out, in memory only: revoked when the page goes
+ * away (see revokeTemporariesOnExit). The cloud revokes them with the session in any case.
+ */
+const temporaries = new Set<string>();
+
+export interface TemporaryToken { access_token: string; expires_at: string }
+
+/** A temporary token of this session for the user's own code (POST /v1/access_tokens). */
+export async function takeTemporaryToken(session: Session): Promise<TemporaryToken> {
+  const t = await api<TemporaryToken>('/v1/access_tokens', { method: 'POST', token: session.token, json: {} });
+  temporaries.add(t.access_token);
+  return t;
+}
+
+/**
+ * Closing the tab (or leaving the console) revokes the temporary tokens, as far as a browser
+ * lets a page do anything as it goes: a keepalive request outlives the page. What a browser
+ * cannot promise (a crash, a closed laptop), the cloud does: the tokens end with the session,
+ * which ends once the console stops renewing it.
+ */
+export function revokeTemporariesOnExit(): () => void {
+  const onHide = () => {
+    for (const t of temporaries) {
+      void fetch('/v1/access_tokens/current', { method: 'DELETE', headers: { authorization: `Bearer ${t}` }, keepalive: true }).catch(() => undefined);
+    }
+    temporaries.clear();
+  };
+  window.addEventListener('pagehide', onHide);
+  return () => window.removeEventListener('pagehide', onHide);
 }

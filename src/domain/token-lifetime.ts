@@ -33,3 +33,26 @@ export function resolveLifetime(input: { expiresIn?: string | undefined; expires
   if (seconds > MAX_LIFETIME_SECONDS) throw new DomainError('invalid_request', 'expires_in may be at most ten years (315360000); use 0 for a token that never expires');
   return { expiresIn: seconds, expiresAt: new Date(now.getTime() + seconds * 1000) };
 }
+
+/** A temporary token (POST /v1/access_tokens) lives at most a day, and never past its session. */
+export const TEMPORARY_MAX_SECONDS = 86400;
+export const TEMPORARY_MIN_SECONDS = 60;
+
+/**
+ * The lifetime of a temporary token: `expires_in` seconds (default and at most a day), cut to
+ * the expiry of the token that asked for it (`sessionExpiresAt`, null: a session without end).
+ * `until` is the token's own limit, kept when a renewal of the session carries it along.
+ */
+export function temporaryLifetime(expiresIn: number | string | undefined, now: Date, sessionExpiresAt: Date | null): Lifetime & { until: Date } {
+  let seconds = TEMPORARY_MAX_SECONDS;
+  if (expiresIn !== undefined && expiresIn !== '') {
+    const n = typeof expiresIn === 'number' ? expiresIn : /^\d{1,10}$/.test(expiresIn) ? Number(expiresIn) : NaN;
+    if (!Number.isInteger(n) || n < TEMPORARY_MIN_SECONDS || n > TEMPORARY_MAX_SECONDS) {
+      throw new DomainError('invalid_request', `expires_in must be a whole number of seconds from ${TEMPORARY_MIN_SECONDS} to ${TEMPORARY_MAX_SECONDS} (a day)`);
+    }
+    seconds = n;
+  }
+  const until = new Date(now.getTime() + seconds * 1000);
+  const end = sessionExpiresAt !== null && sessionExpiresAt < until ? sessionExpiresAt : until;
+  return { expiresIn: Math.max(1, Math.ceil((end.getTime() - now.getTime()) / 1000)), expiresAt: end, until };
+}

@@ -11,6 +11,10 @@ export interface AccessTokenRecord {
   scope: Scope;
   createdAt: Date;
   expiresAt: Date | null;
+  /** The session the token belongs to (migrations/0009_token_sessions.sql). */
+  sessionId: string;
+  /** A temporary token's own limit (it also ends with its session); null for a session's own tokens. */
+  temporaryUntil: Date | null;
 }
 
 export interface RefreshTokenRecord {
@@ -23,6 +27,7 @@ export interface RefreshTokenRecord {
   accessExpiresIn: number;
   createdAt: Date;
   expiresAt: Date;
+  sessionId: string;
 }
 
 interface SubjectColumns { subject_kind: Subject['kind']; user_id: string | null; product_id: string | null; customer_id: string | null }
@@ -40,7 +45,7 @@ function toSubject(r: SubjectColumns): Subject {
   return { kind: 'customer', customerId: r.customer_id as string, productId: r.product_id as string };
 }
 
-interface AccessRow extends SubjectColumns { token_hash: string; client_id: string; scope: string | null; created_at: Date; expires_at: Date | null }
+interface AccessRow extends SubjectColumns { token_hash: string; client_id: string; scope: string | null; created_at: Date; expires_at: Date | null; session_id: string; temporary_until?: Date | null }
 interface RefreshRow extends AccessRow { access_token_hash: string; access_expires_in: number }
 
 const toAccess = (r: AccessRow): AccessTokenRecord => ({
@@ -50,6 +55,8 @@ const toAccess = (r: AccessRow): AccessTokenRecord => ({
   scope: r.scope as Scope,
   createdAt: new Date(r.created_at),
   expiresAt: r.expires_at === null ? null : new Date(r.expires_at),
+  sessionId: r.session_id,
+  temporaryUntil: r.temporary_until == null ? null : new Date(r.temporary_until),
 });
 
 const toRefresh = (r: RefreshRow): RefreshTokenRecord => ({
@@ -57,6 +64,7 @@ const toRefresh = (r: RefreshRow): RefreshTokenRecord => ({
   accessTokenHash: r.access_token_hash,
   accessExpiresIn: Number(r.access_expires_in),
   expiresAt: new Date(r.expires_at as Date),
+  sessionId: r.session_id,
 });
 
 function subjectWhere(s: Subject, first: number): { sql: string; params: string[] } {
@@ -67,6 +75,9 @@ function subjectWhere(s: Subject, first: number): { sql: string; params: string[
 
 // Timestamps go as ISO 8601 text: pg formats a Date parameter field by field in local time,
 // which cost more than the rest of a token's parameters.
+/** A token's id in lists: the start of its SHA-256 digest (64 bits), never the token itself. */
+export const TOKEN_ID_LENGTH = 16;
+
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
 export function createTokensRepository(db: Db) {
@@ -84,14 +95,15 @@ export function createTokensRepository(db: Db) {
     const rs = refresh.map((r) => subjectColumns(r.subject));
     const events = items.flatMap((i) => (i.event ? [i.event] : []));
     const params: unknown[] = [access.map((a) => a.tokenHash), ...[0, 1, 2, 3].map((c) => subjects.map((x) => x[c])), access.map((a) => a.clientId), access.map((a) => a.scope),
-      access.map((a) => iso(a.createdAt)), access.map((a) => iso(a.expiresAt)),
+      access.map((a) => iso(a.createdAt)), access.map((a) => iso(a.expiresAt)), access.map((a) => a.sessionId), access.map((a) => iso(a.temporaryUntil)),
       refresh.map((r) => r.tokenHash), refresh.map((r) => r.accessTokenHash), ...[0, 1, 2, 3].map((c) => rs.map((x) => x[c])), refresh.map((r) => r.clientId),
-      refresh.map((r) => r.scope), refresh.map((r) => r.accessExpiresIn), refresh.map((r) => iso(r.createdAt)), refresh.map((r) => iso(r.expiresAt))];
+      refresh.map((r) => r.scope), refresh.map((r) => r.accessExpiresIn), refresh.map((r) => iso(r.createdAt)), refresh.map((r) => iso(r.expiresAt)),
+      refresh.map((r) => r.sessionId)];
     const ctes = [`access AS (
-         INSERT INTO access_tokens (token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, created_at, expires_at)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[]))`];
-    let last = `INSERT INTO refresh_tokens (token_hash, access_token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, access_expires_in, created_at, expires_at)
-       SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::int[], $19::timestamptz[], $20::timestamptz[])`;
+         INSERT INTO access_tokens (token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, created_at, expires_at, session_id, temporary_until)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::timestamptz[]))`];
+    let last = `INSERT INTO refresh_tokens (token_hash, access_token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, access_expires_in, created_at, expires_at, session_id)
+       SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::int[], $21::timestamptz[], $22::timestamptz[], $23::text[])`;
     if (events.length > 0) {
       const audit = auditInsert(events, params.length + 1);
       ctes.push(`refresh AS (${last})`);
@@ -110,11 +122,49 @@ export function createTokensRepository(db: Db) {
       const rows = await db.query<AccessRow>('SELECT * FROM access_tokens WHERE token_hash = $1', [tokenHash]);
       return rows[0] && toAccess(rows[0]);
     },
-    /** Deletes an access token and the refresh tokens made with it: two statements, so a transaction's. */
-    async deleteAccess(tokenHash: string, tx: Tx): Promise<AccessTokenRecord | undefined> {
+    /**
+     * Deletes an access token and the refresh tokens made with it; a session's own token takes
+     * its whole session with it (every access and refresh token of the session, temporary tokens
+     * included), a temporary token only itself. Several statements, so a transaction's. Returns
+     * the token and every deleted access token's hash.
+     */
+    async deleteAccess(tokenHash: string, tx: Tx): Promise<{ record: AccessTokenRecord | undefined; gone: string[] }> {
       const rows = await tx.query<AccessRow>('DELETE FROM access_tokens WHERE token_hash = $1 RETURNING *', [tokenHash]);
       await tx.query('DELETE FROM refresh_tokens WHERE access_token_hash = $1', [tokenHash]);
-      return rows[0] && toAccess(rows[0]);
+      const record = rows[0] && toAccess(rows[0]);
+      if (!record) return { record, gone: [] };
+      const gone = record.temporaryUntil === null ? await this.deleteSession(record.sessionId, tx) : [];
+      return { record, gone: [tokenHash, ...gone] };
+    },
+    /** Deletes every access and refresh token of a session; returns the deleted access tokens' hashes. */
+    async deleteSession(sessionId: string, tx: Tx): Promise<string[]> {
+      const rows = await tx.query<{ token_hash: string }>('DELETE FROM access_tokens WHERE session_id = $1 RETURNING token_hash', [sessionId]);
+      await tx.query('DELETE FROM refresh_tokens WHERE session_id = $1', [sessionId]);
+      return rows.map((r) => r.token_hash);
+    },
+    /**
+     * A session renewed until `until`: its live temporary tokens may now live that long (never
+     * past their own limit). Expired ones stay expired.
+     */
+    async extendTemporary(sessionId: string, until: Date, now: Date, tx: Tx): Promise<string[]> {
+      const rows = await tx.query<{ token_hash: string }>(
+        `UPDATE access_tokens SET expires_at = LEAST(temporary_until, $2::timestamptz)
+          WHERE session_id = $1 AND temporary_until IS NOT NULL AND expires_at > $3::timestamptz RETURNING token_hash`,
+        [sessionId, iso(until), iso(now)]);
+      return rows.map((r) => r.token_hash);
+    },
+    /** A user's live tokens, newest first, a page of them, and how many there are. */
+    async listForUser(userId: string, now: Date, limit: number, offset: number): Promise<{ tokens: AccessTokenRecord[]; total: number }> {
+      const live = `subject_kind = 'user' AND user_id = $1 AND (expires_at IS NULL OR expires_at > $2::timestamptz)`;
+      const rows = await db.query<AccessRow>(`SELECT * FROM access_tokens WHERE ${live} ORDER BY created_at DESC, token_hash LIMIT $3 OFFSET $4`, [userId, iso(now), limit, offset]);
+      const count = await db.query<{ n: string | number }>(`SELECT count(*) AS n FROM access_tokens WHERE ${live}`, [userId, iso(now)]);
+      return { tokens: rows.map(toAccess), total: Number(count[0]?.n ?? 0) };
+    },
+    /** A user's token by the start of its hash (the id the token list shows). */
+    async findForUserById(userId: string, idPrefix: string): Promise<AccessTokenRecord | undefined> {
+      const rows = await db.query<AccessRow>(
+        `SELECT * FROM access_tokens WHERE subject_kind = 'user' AND user_id = $1 AND left(token_hash, ${TOKEN_ID_LENGTH}) = $2 LIMIT 2`, [userId, idPrefix]);
+      return rows.length === 1 ? toAccess(rows[0] as AccessRow) : undefined;
     },
     /** Deletes every token of a subject but `keepHash`; returns the deleted hashes. */
     async deleteForSubject(subject: Subject, keepHash: string | null, tx: Tx): Promise<string[]> {

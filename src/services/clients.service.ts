@@ -26,6 +26,9 @@ export const PUBLIC_CLIENTS: ReadonlyArray<{ id: string; secret: string; tool: s
   { id: 'skyport-console', secret: 'skyport-console', tool: 'the web console' },
 ];
 
+/** The web console's own public client: the one public client whose tokens get a refresh token. */
+export const CONSOLE_CLIENT_ID = 'skyport-console';
+
 /** An authenticated caller of the token endpoint. */
 export type AuthenticatedClient =
   | { kind: 'public'; id: string }

@@ -1,5 +1,6 @@
 import { DomainError } from '../domain/errors.js';
-import type { Lifetime } from '../domain/token-lifetime.js';
+import { temporaryLifetime, type Lifetime } from '../domain/token-lifetime.js';
+import { accountOf } from './audit-account.js';
 import type { Scope } from '../domain/scopes.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
@@ -30,6 +31,10 @@ export interface IssueRequest {
   responseScope?: string | undefined;
   /** The security event of this issuance, stored in the same statement as the token. */
   audit?: AuditInput | undefined;
+  /** The session the token continues (a refresh) or joins (a temporary token); none: a new session. */
+  sessionId?: string | undefined;
+  /** A temporary token's own limit (docs/api.md, "Access tokens"). */
+  temporaryUntil?: Date | undefined;
 }
 
 /**
@@ -57,6 +62,8 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
       scope: req.scope,
       createdAt: now,
       expiresAt: req.lifetime.expiresAt,
+      sessionId: req.sessionId ?? secrets.token(16),
+      temporaryUntil: req.temporaryUntil ?? null,
     };
     let refreshToken: string | undefined;
     let refresh;
@@ -69,6 +76,7 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
         clientId: req.clientId,
         scope: req.scope,
         accessExpiresIn: req.lifetime.expiresIn,
+        sessionId: access.sessionId,
         createdAt: now,
         // Counted from the access token's expiry (REFRESH_TOKEN_LIFETIME_SECONDS, docs/configuration.md).
         expiresAt: new Date(req.lifetime.expiresAt.getTime() + settings.refreshTokenLifetimeSeconds * 1000),
@@ -109,22 +117,54 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
     });
   }
 
+  /**
+   * A temporary token taken from `asker`'s session (POST /v1/access_tokens): the same subject,
+   * client and scope, in the same session, so that it is revoked with the session and expires
+   * with it (docs/api.md, "Access tokens").
+   */
+  async function issueTemporary(asker: AccessTokenRecord, expiresIn: number | string | undefined, ip: string): Promise<TokenResponse & { expires_at: string }> {
+    if (asker.temporaryUntil !== null) throw new DomainError('forbidden', 'A temporary token cannot take another: use the token of the session');
+    const lifetime = temporaryLifetime(expiresIn, clock.now(), asker.expiresAt);
+    const body = await issue({
+      subject: asker.subject, clientId: asker.clientId, scope: asker.scope, lifetime, withRefreshToken: false,
+      sessionId: asker.sessionId, temporaryUntil: lifetime.until,
+      audit: { account: accountOf(asker.subject), type: 'token.created', ip, details: { client_id: asker.clientId, grant: 'temporary', expires_in: lifetime.expiresIn } },
+    });
+    return { ...body, expires_at: (lifetime.expiresAt as Date).toISOString() };
+  }
+
   return {
     issue,
+    issueTemporary,
     authenticate,
     hash: (token: string) => secrets.sha256(token),
-    /** Revokes an access token and the refresh tokens made with it. */
+    /**
+     * Revokes an access token and the refresh tokens made with it; a session's own token (not a
+     * temporary one) takes its whole session, the temporary tokens taken from it included.
+     */
     revoke: (tokenHash: string): Promise<AccessTokenRecord | undefined> => db.transaction(async (t) => {
-      const gone = await repo.deleteAccess(tokenHash, t);
-      forgetOnCommit(t, [tokenHash]);
-      return gone;
+      const { record, gone } = await repo.deleteAccess(tokenHash, t);
+      forgetOnCommit(t, [tokenHash, ...gone]);
+      return record;
     }),
-    /** Revokes a refresh token and the access token made with it (RFC 7009 §2.1). */
+    /** Revokes a refresh token and the rest of its session (RFC 7009 §2.1: the access tokens of the same grant). */
     revokeRefresh: (refresh: RefreshTokenRecord): Promise<void> => db.transaction(async (t) => {
       await repo.consumeRefresh(refresh.tokenHash, t);
-      await repo.deleteAccess(refresh.accessTokenHash, t);
-      forgetOnCommit(t, [refresh.accessTokenHash]);
+      const gone = await repo.deleteSession(refresh.sessionId, t);
+      forgetOnCommit(t, gone);
     }),
+    /**
+     * A session renewed (a refresh) until `until`: its temporary tokens live on with it. Their
+     * cached records are dropped on this node; other nodes keep theirs for TOKEN_CACHE_SECONDS at
+     * most, which the console's renewal, well before expiry, leaves room for.
+     */
+    extendSession: (sessionId: string, until: Date | null): Promise<void> => db.transaction(async (t) => {
+      if (until === null) return;
+      forgetOnCommit(t, await repo.extendTemporary(sessionId, until, clock.now(), t));
+    }),
+    /** A user's live tokens (never their values), a page of them. */
+    listForUser: (userId: string, limit: number, offset: number) => repo.listForUser(userId, clock.now(), limit, offset),
+    findForUserById: (userId: string, id: string) => repo.findForUserById(userId, id),
     /** Revokes every token of a subject but `keepHash`; answers how many access tokens. */
     revokeSubject: (subject: Subject, keepHash: string | null, tx?: Tx): Promise<number> => inTransaction(db, tx, async (t) => {
       const gone = await repo.deleteForSubject(subject, keepHash, t);

@@ -58,7 +58,7 @@ test('sign up, create a product, see it listed; log out revokes the console toke
   // The console's token is short-lived and made by its own public client.
   const current = await raw(`${server.url}/v1/access_tokens/current`, { token });
   assert.equal(current.json.client_id, 'skyport-console');
-  assert.equal(Date.parse(current.json.expires_at) - clock.nowMs(), 3600_000);
+  assert.equal(Date.parse(current.json.expires_at) - clock.nowMs(), 900_000);
 
   await page.getByRole('button', { name: 'Log out' }).click();
   await page.getByRole('heading', { name: 'Log in' }).waitFor();

@@ -6,7 +6,7 @@ import type { Settings } from '../../config/settings.js';
 import type { AccountService } from '../accounts.service.js';
 import type { AuditService } from '../audit.service.js';
 import { accountOf } from '../audit-account.js';
-import type { AuthenticatedClient } from '../clients.service.js';
+import { CONSOLE_CLIENT_ID, type AuthenticatedClient } from '../clients.service.js';
 import type { CustomerDirectory } from '../customer-directory.js';
 import type { MfaService } from '../mfa.service.js';
 import type { TokenResponse, TokenService } from '../tokens.service.js';
@@ -47,12 +47,14 @@ export function createIssuer(deps: GrantDeps) {
   const lifetimeOf = (p: LifetimeRequest): Lifetime => resolveLifetime(p, clock.now(), settings.tokenLifetimeSeconds);
   return {
     lifetimeOf,
-    /** A token with its `token.created` event; tokens made with a product's client get a refresh token. */
+    /** A token with its `token.created` event; tokens made with a product's client or the console's get a refresh token. */
     issueFor(subject: Subject, client: AuthenticatedClient, scope: Scope, params: LifetimeRequest, ip: string, grant: string, responseScope?: string): Promise<TokenResponse> {
       const lifetime = lifetimeOf(params);
       const productClient = client.kind === 'registered' && client.record.owner.kind === 'product';
+      // The web console renews its short-lived token while it is open (docs/api.md, "OAuth").
+      const withRefreshToken = productClient || client.id === CONSOLE_CLIENT_ID;
       return tokens.issue({
-        subject, clientId: client.id, scope, lifetime, withRefreshToken: productClient, responseScope,
+        subject, clientId: client.id, scope, lifetime, withRefreshToken, responseScope,
         audit: { account: accountOf(subject), type: 'token.created', ip, details: { client_id: client.id, grant, expires_in: lifetime.expiresIn, scope } },
       });
     },

@@ -20,10 +20,13 @@ export function refreshTokenGrant(deps: GrantDeps, issuer: Issuer): GrantHandler
     // Single use: of two concurrent refreshes only one gets the token.
     const used = await tokens.consumeRefresh(found.tokenHash);
     if (!used) throw new DomainError('invalid_grant', 'Invalid refresh token');
+    const lifetime = issuer.lifetimeOf({ expiresIn: String(used.accessExpiresIn) });
     const body = await tokens.issue({
       subject: used.subject, clientId: client.id, scope: used.scope,
-      lifetime: issuer.lifetimeOf({ expiresIn: String(used.accessExpiresIn) }), withRefreshToken: true,
+      lifetime, withRefreshToken: true, sessionId: used.sessionId,
     });
+    // The session lives on: so do the temporary tokens taken from it.
+    await tokens.extendSession(used.sessionId, lifetime.expiresAt);
     await audit.record({ account: accountOf(used.subject), type: 'token.refreshed', ip, details: { client_id: client.id } });
     return body;
   };

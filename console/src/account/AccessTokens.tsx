@@ -1,0 +1,80 @@
+import { useState } from 'react';
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api } from '../api.js';
+import { Pager } from '../Pager.js';
+import type { Session } from '../session.js';
+
+interface Token { id: string; client_id: string; created_at: string; expires_at: string | null; temporary: boolean; current: boolean; same_session: boolean }
+interface Page { tokens: Token[]; meta: { page: number; total_pages: number; total: number } }
+
+const PER_PAGE = 10;
+const when = (iso: string | null) => (iso === null ? 'never' : new Date(iso).toLocaleString());
+
+/** What a token is, as far as this console knows it. */
+function kindOf(t: Token): string {
+  if (t.current) return 'This console';
+  if (t.temporary) return t.same_session ? 'API token of this console' : 'API token of another session';
+  return 'Sign-in';
+}
+
+/**
+ * The account's live access tokens (never their values) and revoking one, after a confirmation.
+ * Revoking this console's own token ends this session, which then goes back to sign-in.
+ */
+export function AccessTokens({ session }: { session: Session }) {
+  const client = useQueryClient();
+  const [page, setPage] = useState(1);
+  const [confirming, setConfirming] = useState<string | null>(null);
+  const list = useQuery({
+    queryKey: ['access-tokens', page],
+    queryFn: () => api<Page>(`/v1/user/access_tokens?page=${page}&per_page=${PER_PAGE}`, { token: session.token }),
+    placeholderData: keepPreviousData,
+  });
+  const revoke = useMutation({
+    mutationFn: (id: string) => api(`/v1/user/access_tokens/${id}`, { method: 'DELETE', token: session.token }),
+    onSuccess: async () => {
+      setConfirming(null);
+      await client.invalidateQueries({ queryKey: ['access-tokens'] });
+      await client.invalidateQueries({ queryKey: ['security-events'] });
+    },
+  });
+
+  return (
+    <section className="card" aria-labelledby="tokens-title">
+      <h3 id="tokens-title">Access tokens</h3>
+      <p>The tokens that act for your account now: this console's, your API tokens, and your tools' logins. Their values are never shown again.</p>
+      {list.isPending && <p>Loading…</p>}
+      {list.error && <p role="alert" className="error">{list.error.message}</p>}
+      {list.data && (
+        <div className="table-wrap">
+          <table>
+            <thead><tr><th scope="col">Kind</th><th scope="col">Client</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col"><span className="sr-only">Action</span></th></tr></thead>
+            <tbody>
+              {list.data.tokens.map((t) => (
+                <tr key={t.id}>
+                  <td>{kindOf(t)}</td>
+                  <td><code>{t.client_id}</code></td>
+                  <td>{when(t.created_at)}</td>
+                  <td>{when(t.expires_at)}</td>
+                  <td>
+                    {confirming === t.id ? (
+                      <span className="actions">
+                        <button type="button" className="danger" onClick={() => revoke.mutate(t.id)} disabled={revoke.isPending}
+                          aria-label={`Confirm: revoke ${kindOf(t)} token ${t.id}`}>{t.current ? 'Revoke and log out' : 'Revoke'}</button>
+                        <button type="button" onClick={() => setConfirming(null)}>Cancel</button>
+                      </span>
+                    ) : (
+                      <button type="button" onClick={() => { revoke.reset(); setConfirming(t.id); }} aria-label={`Revoke ${kindOf(t)} token ${t.id}`}>Revoke…</button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {revoke.error && <p role="alert" className="error">{revoke.error.message}</p>}
+      {list.data && <Pager page={page} pages={list.data.meta.total_pages} onPage={setPage} label="Access token pages" />}
+    </section>
+  );
+}
