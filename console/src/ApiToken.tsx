@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { ApiError } from './api.js';
-import { CopyButton } from './CopyButton.js';
+import { CopyButton } from './copy.js';
 import { takeTemporaryToken, type Session, type TemporaryToken } from './session.js';
 
 /**

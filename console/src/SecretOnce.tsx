@@ -1,4 +1,5 @@
-import { useState, type ReactNode } from 'react';
+import type { ReactNode } from 'react';
+import { CopyButton } from './copy.js';
 
 /**
  * A secret the API gives once (a client secret, a device secret, a token): shown here until the
@@ -6,23 +7,15 @@ import { useState, type ReactNode } from 'react';
  * so that reloading the page does not show it again.
  */
 export function SecretOnce({ label, value, children, onDone }: { label: string; value: string; children?: ReactNode; onDone: () => void }) {
-  const [copied, setCopied] = useState<string | null>(null);
-  const copy = () => {
-    navigator.clipboard.writeText(value).then(
-      () => setCopied('Copied.'),
-      () => setCopied('The browser did not allow copying: select the text and copy it.'),
-    );
-  };
   return (
     <div className="card secret" role="region" aria-label={label}>
       <p className="warning"><strong>Copy it now: it will not be shown again.</strong></p>
       {children}
       <p>{label}: <code>{value}</code></p>
       <div className="row">
-        <button type="button" onClick={copy}>Copy {label.toLowerCase()}</button>
+        <CopyButton text={value} label={`Copy ${label.toLowerCase()}`} />
         <button type="button" className="secondary" onClick={onDone}>Done</button>
       </div>
-      {copied && <p role="status">{copied}</p>}
     </div>
   );
 }

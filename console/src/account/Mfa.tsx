@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api.js';
-import { CopyButton } from '../CopyButton.js';
+import { CopyButton, DownloadLink } from '../copy.js';
 import type { Session } from '../session.js';
 import { QrCode } from './QrCode.js';
 
@@ -78,7 +78,6 @@ export function Mfa({ session }: { session: Session }) {
 /** The recovery codes, shown this once: copied, downloaded, or written down. */
 function RecoveryCodes({ codes, onDone }: { codes: string[]; onDone: () => void }) {
   const text = codes.join('\n') + '\n';
-  const href = `data:text/plain;charset=utf-8,${encodeURIComponent(text)}`;
   return (
     <div>
       <p role="status">Two-step verification is on.</p>
@@ -88,7 +87,7 @@ function RecoveryCodes({ codes, onDone }: { codes: string[]; onDone: () => void 
       </ul>
       <div className="actions">
         <CopyButton text={text} label="Copy codes" />
-        <a href={href} download="skyport-recovery-codes.txt" className="button">Download codes</a>
+        <DownloadLink name="skyport-recovery-codes.txt" text={text} type="text/plain" className="button">Download codes</DownloadLink>
         <button type="button" onClick={onDone}>I have saved them</button>
       </div>
     </div>

@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api.js';
 import type { Session } from '../session.js';
 import { ConfirmButton } from '../Confirm.js';
+import { Pager } from '../Pager.js';
 
 interface Customer { id: string; username: string; shadow: boolean; created_at: string; devices: string[] }
 interface Page { customers: Customer[]; meta: { page: number; per_page: number; total: number; total_pages: number } }
@@ -68,11 +69,7 @@ export function Customers({ session, product }: { session: Session; product: str
               {list.data.customers.map((c) => <CustomerRow key={c.id} session={session} base={base} customer={c} onChange={refresh} />)}
             </tbody>
           </table>
-          <nav aria-label="Pages of customers" className="row">
-            <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous</button>
-            <span>Page {list.data.meta.page} of {Math.max(1, list.data.meta.total_pages)} ({list.data.meta.total} customers)</span>
-            <button type="button" disabled={page >= list.data.meta.total_pages} onClick={() => setPage(page + 1)}>Next</button>
-          </nav>
+          <Pager label="Pages of customers" page={list.data.meta.page} pages={list.data.meta.total_pages} onPage={setPage} count={`${list.data.meta.total} customers`} />
         </>
       )}
     </section>

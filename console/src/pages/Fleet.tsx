@@ -6,6 +6,7 @@ import type { Session } from '../session.js';
 import { describeStream, useEventStream } from '../events.js';
 import { AddDevices } from './AddDevices.js';
 import { ImportDevices } from './ImportDevices.js';
+import { Pager } from '../Pager.js';
 
 interface DeviceRow { id: string; name: string | null; online: boolean; development?: boolean; last_heard: string | null; firmware_version?: number | null }
 interface Page { devices: DeviceRow[]; meta: { page: number; per_page: number; total: number; total_pages: number } }
@@ -78,11 +79,7 @@ export function Fleet({ session, product }: { session: Session; product: string 
               })}
             </tbody>
           </table>
-          <nav aria-label="Pages of devices" className="row">
-            <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous</button>
-            <span>Page {list.data.meta.page} of {Math.max(1, list.data.meta.total_pages)} ({list.data.meta.total} devices)</span>
-            <button type="button" disabled={page >= list.data.meta.total_pages} onClick={() => setPage(page + 1)}>Next</button>
-          </nav>
+          <Pager label="Pages of devices" page={list.data.meta.page} pages={list.data.meta.total_pages} onPage={setPage} count={`${list.data.meta.total} devices`} />
         </>
       )}
     </section>
