@@ -3,6 +3,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { api } from '../api.js';
 import { Pager } from '../Pager.js';
 import type { Session } from '../session.js';
+import { ConfirmButton } from '../Confirm.js';
 
 interface Token { id: string; client_id: string; created_at: string; expires_at: string | null; temporary: boolean; current: boolean; same_session: boolean }
 interface Page { tokens: Token[]; meta: { page: number; total_pages: number; total: number } }
@@ -24,7 +25,6 @@ function kindOf(t: Token): string {
 export function AccessTokens({ session }: { session: Session }) {
   const client = useQueryClient();
   const [page, setPage] = useState(1);
-  const [confirming, setConfirming] = useState<string | null>(null);
   const list = useQuery({
     queryKey: ['access-tokens', page],
     queryFn: () => api<Page>(`/v1/user/access_tokens?page=${page}&per_page=${PER_PAGE}`, { token: session.token }),
@@ -33,7 +33,6 @@ export function AccessTokens({ session }: { session: Session }) {
   const revoke = useMutation({
     mutationFn: (id: string) => api(`/v1/user/access_tokens/${id}`, { method: 'DELETE', token: session.token }),
     onSuccess: async () => {
-      setConfirming(null);
       await client.invalidateQueries({ queryKey: ['access-tokens'] });
       await client.invalidateQueries({ queryKey: ['security-events'] });
     },
@@ -57,15 +56,9 @@ export function AccessTokens({ session }: { session: Session }) {
                   <td>{when(t.created_at)}</td>
                   <td>{when(t.expires_at)}</td>
                   <td>
-                    {confirming === t.id ? (
-                      <span className="actions">
-                        <button type="button" className="danger" onClick={() => revoke.mutate(t.id)} disabled={revoke.isPending}
-                          aria-label={`Confirm: revoke ${kindOf(t)} token ${t.id}`}>{t.current ? 'Revoke and log out' : 'Revoke'}</button>
-                        <button type="button" onClick={() => setConfirming(null)}>Cancel</button>
-                      </span>
-                    ) : (
-                      <button type="button" onClick={() => { revoke.reset(); setConfirming(t.id); }} aria-label={`Revoke ${kindOf(t)} token ${t.id}`}>Revoke…</button>
-                    )}
+                    <ConfirmButton label="Revoke…" name={`Revoke ${kindOf(t)} token ${t.id}`} question="Revoke this token?"
+                      confirmLabel={t.current ? 'Revoke and log out' : 'Revoke'} confirmName={`Confirm: revoke ${kindOf(t)} token ${t.id}`}
+                      onAsk={() => revoke.reset()} pending={revoke.isPending} onConfirm={() => revoke.mutateAsync(t.id)} />
                   </td>
                 </tr>
               ))}

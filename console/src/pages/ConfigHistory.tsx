@@ -4,6 +4,7 @@ import { api } from '../api.js';
 import type { Session } from '../session.js';
 import { ConfigNav } from '../config-nav.js';
 import { leaves, shown } from '../config-paths.js';
+import { ConfirmButton } from '../Confirm.js';
 
 interface Entry {
   version: number; kind: 'values' | 'schema'; device_id: string | null; action: 'write' | 'reset' | 'rollback';
@@ -60,12 +61,10 @@ export function ConfigHistory({ session, product }: { session: Session; product:
       staleTime: Infinity,
     })),
   });
-  const [confirming, setConfirming] = useState<number | null>(null);
   const [done, setDone] = useState<string | null>(null);
   const rollback = useMutation({
     mutationFn: (version: number) => api<{ version?: number; history_version?: number }>(`${base}/${version}/rollback`, { method: 'POST', token: session.token }),
     onSuccess: async (r, version) => {
-      setConfirming(null);
       setPage(1);
       setDone(`Rolled back to version ${version}: the change is version ${r.history_version ?? r.version ?? ''}, delivered like any other.`);
       await client.invalidateQueries({ queryKey: ['config-history', product] });
@@ -95,15 +94,8 @@ export function ConfigHistory({ session, product }: { session: Session; product:
                     <td>{who(e)}, <time dateTime={e.at}>{new Date(e.at).toLocaleString()}</time></td>
                     <td>{diffs[i]?.error ? diffs[i].error.message : summary(e, diffs[i]?.data)}</td>
                     <td>
-                      {confirming === e.version
-                        ? (
-                          <span role="group" aria-label={`Confirm the rollback to version ${e.version}`} className="confirm-inline">
-                            <span>Write version {e.version} again as a new change?</span>{' '}
-                            <button type="button" disabled={rollback.isPending} onClick={() => rollback.mutate(e.version)}>Roll back</button>{' '}
-                            <button type="button" className="link" onClick={() => setConfirming(null)}>Cancel</button>
-                          </span>
-                        )
-                        : <button type="button" onClick={() => { setDone(null); setConfirming(e.version); }} aria-label={`Roll back to version ${e.version}`}>Roll back…</button>}
+                      <ConfirmButton label="Roll back…" name={`Roll back to version ${e.version}`} question={`Write version ${e.version} again as a new change?`} confirmLabel="Roll back"
+                        onAsk={() => setDone(null)} pending={rollback.isPending} onConfirm={() => rollback.mutateAsync(e.version)} />
                     </td>
                   </tr>
                 ))}

@@ -5,6 +5,7 @@ import type { Session } from '../session.js';
 import { ConfigNav } from '../config-nav.js';
 import { violationsOf, type Violation } from '../config-paths.js';
 import { defaultSchema } from '../../../src/domain/config/default-schema.js';
+import { ConfirmButton } from '../Confirm.js';
 
 const SCHEMA = 'application/schema+json';
 interface Written { message?: string; history_version?: number; kept_aside?: unknown[] }
@@ -25,12 +26,10 @@ export function ConfigSchema({ session, product }: { session: Session; product: 
   const schema = useQuery({ queryKey: ['schema', product], queryFn: () => api<Record<string, unknown>>(base, { token: session.token, headers: { accept: SCHEMA } }) });
   const [violations, setViolations] = useState<Violation[] | null>(null);
   const [done, setDone] = useState<string | null>(null);
-  const [confirming, setConfirming] = useState(false);
   const [fileError, setFileError] = useState<string | null>(null);
 
   const changed = async (r: Written, what: string) => {
     setDone(`${r.message ?? what} (version ${r.history_version ?? ''}).${r.kept_aside && r.kept_aside.length > 0 ? ' Values of modules it no longer has are kept aside.' : ''}`);
-    setConfirming(false);
     for (const key of ['schema', 'fleet-values', 'rollout', 'config-history']) await client.invalidateQueries({ queryKey: [key, product] });
   };
   const upload = useMutation({
@@ -89,15 +88,9 @@ export function ConfigSchema({ session, product }: { session: Session; product: 
               )}
             </div>
           )}
-          {!isDefault && !confirming && <button type="button" onClick={() => { setDone(null); setConfirming(true); }}>Restore the default schema…</button>}
-          {!isDefault && confirming && (
-            <div role="group" aria-labelledby="restore-q" className="card confirm">
-              <p id="restore-q">Restore the default schema? Values of modules it does not have are kept aside, not deleted.</p>
-              <div className="row">
-                <button type="button" disabled={restore.isPending} onClick={() => restore.mutate()}>Restore the default</button>
-                <button type="button" className="link" onClick={() => setConfirming(false)}>Cancel</button>
-              </div>
-            </div>
+          {!isDefault && (
+            <ConfirmButton label="Restore the default schema…" question="Restore the default schema? Values of modules it does not have are kept aside, not deleted." confirmLabel="Restore the default"
+              onAsk={() => setDone(null)} pending={restore.isPending} onConfirm={() => restore.mutateAsync()} />
           )}
           {restore.error && <p role="alert" className="error">{restore.error.message}</p>}
           <h4>The schema in force</h4>

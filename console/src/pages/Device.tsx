@@ -5,6 +5,7 @@ import { api } from '../api.js';
 import type { Session } from '../session.js';
 import { describeStream, useEventStream, type StreamEvent } from '../events.js';
 import { DeviceCalls } from './DeviceCalls.js';
+import { ConfirmButton } from '../Confirm.js';
 
 export interface DeviceDetail {
   id: string; name: string | null; notes: string | null; online: boolean; last_heard: string | null;
@@ -125,7 +126,6 @@ function Edit({ session, base, device, product }: { session: Session; base: stri
 function Remove({ session, base, product }: { session: Session; base: string; product: string }) {
   const navigate = useNavigate();
   const client = useQueryClient();
-  const [asking, setAsking] = useState(false);
   const remove = useMutation({
     mutationFn: () => api(base, { method: 'DELETE', token: session.token }),
     onSuccess: async () => {
@@ -136,17 +136,8 @@ function Remove({ session, base, product }: { session: Session; base: string; pr
   return (
     <section aria-labelledby="remove-title" className="card">
       <h4 id="remove-title">Remove from the product</h4>
-      {!asking ? (
-        <button type="button" onClick={() => setAsking(true)}>Remove from the product</button>
-      ) : (
-        <>
-          <p>The device leaves this product and its owner is released. It keeps its identity and can be imported again.</p>
-          <div className="row">
-            <button type="button" className="danger" disabled={remove.isPending} onClick={() => remove.mutate()}>Yes, remove it</button>
-            <button type="button" className="link" onClick={() => setAsking(false)}>Cancel</button>
-          </div>
-        </>
-      )}
+      <p>The device leaves this product and its owner is released. It keeps its identity and can be imported again.</p>
+      <ConfirmButton label="Remove from the product" question="Remove this device from the product?" confirmLabel="Yes, remove it" pending={remove.isPending} onConfirm={() => remove.mutate()} />
       {remove.error && <p role="alert" className="error">{remove.error.message}</p>}
     </section>
   );

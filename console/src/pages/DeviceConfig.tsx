@@ -10,6 +10,7 @@ import {
   type ConfigSchema, type Source,
 } from '../config-form.js';
 import { shown } from '../config-paths.js';
+import { ConfirmButton } from '../Confirm.js';
 
 type Values = Record<string, unknown>;
 type State = 'in_sync' | 'pending' | 'rejected';
@@ -48,12 +49,10 @@ export function DeviceConfig({ session, product }: { session: Session; product: 
   const [draft, setDraft] = useState<Values | null>(null);
   const [serverErrors, setServerErrors] = useState<ErrorSchema | undefined>();
   const [saved, setSaved] = useState<string | null>(null);
-  const [confirmingReset, setConfirmingReset] = useState(false);
 
   const save = useMutation({
     mutationFn: (body: Values) => api<Values>(base, { method: 'PUT', token: session.token, json: body }),
     onSuccess: async (r) => {
-      setConfirmingReset(false);
       const held = Object.keys((r.configuration as { pending?: Values } | undefined)?.pending ?? {}).length > 0;
       setSaved(held ? `Saved as version ${String(r.version)}: the device takes it when it next connects.` : `Saved as version ${String(r.version)}: the device took it.`);
       setDraft(null);
@@ -152,17 +151,9 @@ export function DeviceConfig({ session, product }: { session: Session; product: 
         )}
       {saved && <p role="status">{saved}</p>}
       {save.error && <p role="alert" className="error">{save.error.message}</p>}
-      {Object.keys(v.own).length > 0 && !confirmingReset && (
-        <button type="button" onClick={() => { setSaved(null); setConfirmingReset(true); }}>Clear its own values…</button>
-      )}
-      {Object.keys(v.own).length > 0 && confirmingReset && (
-        <div role="group" aria-labelledby="reset-q" className="card confirm">
-          <p id="reset-q">Clear the values set on this device? It takes the fleet&apos;s values and the defaults again.</p>
-          <div className="row">
-            <button type="button" disabled={save.isPending} onClick={() => save.mutate({})}>Clear its values</button>
-            <button type="button" className="link" onClick={() => setConfirmingReset(false)}>Cancel</button>
-          </div>
-        </div>
+      {Object.keys(v.own).length > 0 && (
+        <ConfirmButton label="Clear its own values…" question="Clear the values set on this device? It takes the fleet's values and the defaults again." confirmLabel="Clear its values"
+          onAsk={() => setSaved(null)} pending={save.isPending} onConfirm={() => save.mutateAsync({})} />
       )}
     </section>
   );
