@@ -1,10 +1,10 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
-import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
+import type { Page } from 'playwright-core';
+import { manualClock } from '../helpers/server.js';
 import { basic, raw } from '../helpers/http.js';
 import { enableMfa, PASSWORD, signUp } from '../helpers/fixtures.js';
-import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { consoleUnderTest, fitsPhoneWidth, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
 import { eventually } from '../helpers/eventually.js';
 import { totpNow } from '../../src/domain/totp.js';
 
@@ -12,19 +12,10 @@ import { totpNow } from '../../src/domain/totp.js';
  * The console's session (renewed while open, revoked at log-out), its temporary API token, and
  * the account page: two-step verification, access tokens, the security log.
  */
-let server: TestServer;
-let browser: Browser;
 // The cloud's time: moved only by the tests at the end of the file, one at a time (one-time
 // codes, token expiry), after the tests that run side by side.
 const clock = manualClock(new Date());
-before(async () => {
-  server = await startTestServer({ clock });
-  browser = await launch();
-});
-after(async () => {
-  await browser.close();
-  await server.close();
-});
+const tested = consoleUnderTest({ clock });
 
 interface Kept { token: string; refreshToken?: string }
 /** The console's session as the page keeps it (sessionStorage, in the page's own context). */
@@ -32,12 +23,12 @@ async function keptOf(page: Page): Promise<Kept | null> {
   const kept = await page.evaluate("sessionStorage.getItem('skyport.session')") as string | null;
   return kept ? (JSON.parse(kept) as Kept) : null;
 }
-const live = async (token: string) => (await raw(`${server.url}/v1/access_tokens/current`, { token })).status === 200;
+const live = async (token: string) => (await raw(`${tested.server.url}/v1/access_tokens/current`, { token })).status === 200;
 
 /** A new account logged in on the console, at `path`. */
 async function consoleUser(path = '/') {
-  const account = await signUp(server.url);
-  const page = await newPage(browser, server.url);
+  const account = await signUp(tested.server.url);
+  const page = await newPage(tested.browser, tested.server.url);
   await logIn(page, account.username, PASSWORD, path);
   await page.locator('header').getByRole('link', { name: 'Account' }).waitFor();
   return { ...account, page };
@@ -60,7 +51,7 @@ describe('side by side', { concurrency: true }, () => {
     const panel = await page.locator('#api-token').textContent() ?? '';
     assert.match(panel, /ends with this console session/);
     assert.match(panel, /will not be shown again/);
-    assert.equal((await raw(`${server.url}/v1/user`, { token: apiToken })).json.username, username);
+    assert.equal((await raw(`${tested.server.url}/v1/user`, { token: apiToken })).json.username, username);
     await page.getByRole('button', { name: 'Copy token' }).click();
     await page.getByText('Copied.').waitFor();
     assert.equal(await page.evaluate('navigator.clipboard.readText()'), apiToken);
@@ -73,7 +64,7 @@ describe('side by side', { concurrency: true }, () => {
     await page.getByRole('heading', { name: 'Log in' }).waitFor();
     assert.equal(await live(apiToken), false, 'the API token ends with the session');
     assert.equal(await live(kept.token), false, 'the console token is revoked');
-    const refresh = await raw(`${server.url}/oauth/token`, { method: 'POST', headers: { authorization: basic('skyport-console', 'skyport-console') }, form: { grant_type: 'refresh_token', refresh_token: kept.refreshToken! } });
+    const refresh = await raw(`${tested.server.url}/oauth/token`, { method: 'POST', headers: { authorization: basic('skyport-console', 'skyport-console') }, form: { grant_type: 'refresh_token', refresh_token: kept.refreshToken! } });
     assert.equal(refresh.json.error, 'invalid_grant', 'the refresh token is revoked');
     await page.context().close();
   });
@@ -86,7 +77,7 @@ describe('side by side', { concurrency: true }, () => {
     await page.close({ runBeforeUnload: true });
     await eventually(async () => ((await live(apiToken)) ? undefined : true), 5000, 'the API token revoked on closing');
     assert.equal(await live(kept.token), true);
-    await raw(`${server.url}/v1/access_tokens/current`, { method: 'DELETE', token: kept.token });
+    await raw(`${tested.server.url}/v1/access_tokens/current`, { method: 'DELETE', token: kept.token });
   });
 
   test('the account page lists the tokens and revokes one after confirming; a failed revocation is said in words', async () => {
@@ -105,7 +96,7 @@ describe('side by side', { concurrency: true }, () => {
     for (const secret of [apiToken, cliToken, other]) assert.ok(!html.includes(secret), 'no token value on the page');
 
     // Revoking asks first; Cancel leaves the token.
-    const listed = await raw(`${server.url}/v1/user/access_tokens`, { token: apiToken });
+    const listed = await raw(`${tested.server.url}/v1/user/access_tokens`, { token: apiToken });
     const idOf = (kind: (t: { temporary: boolean; current: boolean }) => boolean) => listed.json.tokens.find(kind).id as string;
     const tempId = idOf((t) => t.temporary);
     await page.getByRole('button', { name: `Revoke API token of this console token ${tempId}` }).click();
@@ -118,10 +109,10 @@ describe('side by side', { concurrency: true }, () => {
 
     // A token revoked elsewhere meanwhile: the page says so.
     const sessionToken = (await keptOf(page))!.token;
-    const ids = (await raw(`${server.url}/v1/user/access_tokens`, { token: sessionToken })).json.tokens as Array<{ id: string; current: boolean }>;
+    const ids = (await raw(`${tested.server.url}/v1/user/access_tokens`, { token: sessionToken })).json.tokens as Array<{ id: string; current: boolean }>;
     const cliId = ids.filter((t) => !t.current)[0]!.id;
     await page.getByRole('button', { name: `Revoke Sign-in token ${cliId}` }).click();
-    await raw(`${server.url}/v1/user/access_tokens/${cliId}`, { method: 'DELETE', token: sessionToken });
+    await raw(`${tested.server.url}/v1/user/access_tokens/${cliId}`, { method: 'DELETE', token: sessionToken });
     await page.getByRole('button', { name: `Confirm: revoke Sign-in token ${cliId}` }).click();
     assert.match(await page.getByRole('alert').textContent() ?? '', /No such token/);
     await page.context().close();
@@ -155,7 +146,7 @@ describe('side by side', { concurrency: true }, () => {
   test('MFA off: a wrong password is refused in words, the right one turns it off', async () => {
     const { page, token, username } = await consoleUser('/account');
     await page.getByRole('button', { name: 'Turn on two-step verification' }).waitFor();
-    await enableMfa(server.url, token, () => clock.now());
+    await enableMfa(tested.server.url, token, () => clock.now());
     await page.reload();
     await page.getByLabel('Current password').fill('not the password');
     await page.getByRole('button', { name: 'Turn off' }).click();
@@ -163,7 +154,7 @@ describe('side by side', { concurrency: true }, () => {
     await page.getByLabel('Current password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Turn off' }).click();
     await page.getByRole('button', { name: 'Turn on two-step verification' }).waitFor();
-    const again = await raw(`${server.url}/oauth/token`, { method: 'POST', headers: { authorization: basic('particle', 'particle') }, form: { grant_type: 'password', username, password: PASSWORD } });
+    const again = await raw(`${tested.server.url}/oauth/token`, { method: 'POST', headers: { authorization: basic('particle', 'particle') }, form: { grant_type: 'password', username, password: PASSWORD } });
     assert.equal(again.status, 200, 'a password alone logs in again');
     await page.context().close();
   });
@@ -216,14 +207,14 @@ test('MFA on from the page: QR code and key, a wrong code refused, recovery code
 });
 
 test('the console renews its short token before it expires, and the API token lives on with the session', async () => {
-  const account = await signUp(server.url);
-  const page = await newPage(browser, server.url);
+  const account = await signUp(tested.server.url);
+  const page = await newPage(tested.browser, tested.server.url);
   // The page's timers run on a clock the test moves, as the cloud's.
   await page.clock.install({ time: clock.now() });
   await logIn(page, account.username);
   await page.getByRole('heading', { name: 'Products' }).waitFor();
   const first = (await keptOf(page))!;
-  const expiry = Date.parse((await raw(`${server.url}/v1/access_tokens/current`, { token: first.token })).json.expires_at);
+  const expiry = Date.parse((await raw(`${tested.server.url}/v1/access_tokens/current`, { token: first.token })).json.expires_at);
   assert.equal(expiry - clock.nowMs(), 900_000, 'a quarter of an hour');
   const apiToken = await takeApiToken(page);
 
@@ -248,7 +239,7 @@ test('the console renews its short token before it expires, and the API token li
 
   // A session revoked elsewhere: the next renewal is refused and the console goes back to sign-in.
   const now = (await keptOf(page))!;
-  await raw(`${server.url}/oauth/revoke`, { method: 'POST', headers: { authorization: basic('skyport-console', 'skyport-console') }, form: { token: now.refreshToken! } });
+  await raw(`${tested.server.url}/oauth/revoke`, { method: 'POST', headers: { authorization: basic('skyport-console', 'skyport-console') }, form: { token: now.refreshToken! } });
   clock.advance(600_000);
   await page.clock.runFor(600_000);
   await page.getByText('Your session ended').waitFor();

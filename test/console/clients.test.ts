@@ -1,28 +1,13 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Locator, Page } from 'playwright-core';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { Locator, Page } from 'playwright-core';
 import { basic, raw } from '../helpers/http.js';
-import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
-import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { newProduct, signUp } from '../helpers/fixtures.js';
+import { consoleUnderTest, fitsPhoneWidth, seriousA11yViolations } from '../helpers/browser.js';
 
 /** The console's OAuth clients in Chromium: the user's (/clients) and a product's (/products/:slug/clients). */
-let server: TestServer;
-let browser: Browser;
-before(async () => {
-  server = await startTestServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser.close();
-  await server.close();
-});
+const tested = consoleUnderTest();
 
-async function loggedIn(username: string, path: string): Promise<Page> {
-  const page = await newPage(browser, server.url);
-  await logIn(page, username, PASSWORD, path);
-  return page;
-}
 
 /** Creates a client on the page; answers its ID and the secret the page showed (once). */
 async function createClient(page: Page, kind: string, name: string, redirectUri?: string): Promise<{ id: string; secret: string; shown: Locator }> {
@@ -40,12 +25,12 @@ async function createClient(page: Page, kind: string, name: string, redirectUri?
 }
 
 const clientCredentials = (id: string, secret: string) =>
-  raw(`${server.url}/oauth/token`, { method: 'POST', headers: { authorization: basic(id, secret) }, form: { grant_type: 'client_credentials' } });
+  raw(`${tested.server.url}/oauth/token`, { method: 'POST', headers: { authorization: basic(id, secret) }, form: { grant_type: 'client_credentials' } });
 
 describe('OAuth clients', { concurrency: true }, () => {
   test("the user's clients: the three kinds, each secret shown once and working; rename; delete revokes its tokens", async () => {
-    const { username, token } = await signUp(server.url);
-    const page = await loggedIn(username, '/');
+    const { username, token } = await signUp(tested.server.url);
+    const page = await tested.loggedIn(username, '/');
     await page.getByRole('link', { name: 'OAuth clients' }).click();
     await page.getByRole('heading', { name: 'Your clients' }).waitFor();
     await page.getByText('No OAuth clients yet.').waitFor();
@@ -73,7 +58,7 @@ describe('OAuth clients', { concurrency: true }, () => {
     assert.match((await row('Phone app').textContent()) ?? '', new RegExp(`Simple Auth mobile app${mobile.id}`));
     assert.match((await row('Back-end').textContent()) ?? '', new RegExp(`Two-Legged server${server2.id}`));
     assert.match((await row('Setup page').textContent()) ?? '', new RegExp(`Simple Auth web app${web.id}`));
-    const held = (await raw(`${server.url}/v1/clients`, { token })).json.clients as Array<{ id: string; type: string; scope: string | null; redirect_uri?: string }>;
+    const held = (await raw(`${tested.server.url}/v1/clients`, { token })).json.clients as Array<{ id: string; type: string; scope: string | null; redirect_uri?: string }>;
     const byId = new Map(held.map((c) => [c.id, c]));
     assert.deepEqual([byId.get(mobile.id)?.type, byId.get(mobile.id)?.scope], ['installed', 'customers:create']);
     assert.deepEqual([byId.get(server2.id)?.type, byId.get(server2.id)?.scope], ['installed', null]);
@@ -82,7 +67,7 @@ describe('OAuth clients', { concurrency: true }, () => {
     // The two-legged secret shown works: a client_credentials grant acts as the user.
     const granted = await clientCredentials(server2.id, server2.secret);
     assert.equal(granted.status, 200, granted.text);
-    assert.equal((await raw(`${server.url}/v1/user`, { token: granted.json.access_token })).json.username, username);
+    assert.equal((await raw(`${tested.server.url}/v1/user`, { token: granted.json.access_token })).json.username, username);
 
     // Reloading shows the list again, never a secret.
     await page.reload();
@@ -100,7 +85,7 @@ describe('OAuth clients', { concurrency: true }, () => {
     await page.getByLabel('New name').fill('Fleet back-end');
     await page.getByRole('button', { name: 'Save' }).click();
     await row('Fleet back-end').waitFor();
-    assert.equal((await raw(`${server.url}/v1/clients`, { token })).json.clients.find((c: { id: string }) => c.id === server2.id).name, 'Fleet back-end');
+    assert.equal((await raw(`${tested.server.url}/v1/clients`, { token })).json.clients.find((c: { id: string }) => c.id === server2.id).name, 'Fleet back-end');
 
     // Delete asks first; cancelling keeps it; confirming revokes its tokens.
     await page.getByRole('button', { name: 'Delete Fleet back-end' }).click();
@@ -110,15 +95,15 @@ describe('OAuth clients', { concurrency: true }, () => {
     await page.getByRole('button', { name: 'Delete Fleet back-end' }).click();
     await page.getByRole('button', { name: 'Yes, delete it' }).click();
     await row('Fleet back-end').waitFor({ state: 'detached' });
-    assert.equal((await raw(`${server.url}/v1/clients`, { token })).json.clients.length, 2);
-    assert.equal((await raw(`${server.url}/v1/user`, { token: granted.json.access_token })).status, 401, "the deleted client's token is revoked");
+    assert.equal((await raw(`${tested.server.url}/v1/clients`, { token })).json.clients.length, 2);
+    assert.equal((await raw(`${tested.server.url}/v1/user`, { token: granted.json.access_token })).status, 401, "the deleted client's token is revoked");
     await page.context().close();
   });
 
   test("a product's clients: the same page under the product; its two-legged client acts for the product; a refused redirect URI is said in words", async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Client Fleet');
-    const page = await loggedIn(username, `/products/${product.slug}`);
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Client Fleet');
+    const page = await tested.loggedIn(username, `/products/${product.slug}`);
     await page.getByRole('navigation', { name: 'Product' }).getByRole('link', { name: 'Clients' }).click();
     await page.getByRole('heading', { name: 'OAuth clients' }).waitFor();
     assert.equal(new URL(page.url()).pathname, `/products/${product.slug}/clients`);
@@ -130,16 +115,16 @@ describe('OAuth clients', { concurrency: true }, () => {
     const alert = page.getByRole('alert');
     await alert.waitFor();
     assert.match((await alert.textContent()) ?? '', /fragment/);
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}/clients`, { token })).json.clients.length, 0);
+    assert.equal((await raw(`${tested.server.url}/v1/products/${product.id}/clients`, { token })).json.clients.length, 0);
 
     const twoLegged = await createClient(page, 'Two-Legged server', 'Fleet server');
     const granted = await clientCredentials(twoLegged.id, twoLegged.secret);
     assert.equal(granted.status, 200, granted.text);
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}`, { token: granted.json.access_token })).json.product.slug, product.slug);
-    const listed = (await raw(`${server.url}/v1/products/${product.id}/clients`, { token })).json.clients;
+    assert.equal((await raw(`${tested.server.url}/v1/products/${product.id}`, { token: granted.json.access_token })).json.product.slug, product.slug);
+    const listed = (await raw(`${tested.server.url}/v1/products/${product.id}/clients`, { token })).json.clients;
     assert.deepEqual(listed.map((c: { id: string; product_id: number }) => [c.id, c.product_id]), [[twoLegged.id, product.id]]);
     // Not the user's own.
-    assert.equal((await raw(`${server.url}/v1/clients`, { token })).json.clients.length, 0);
+    assert.equal((await raw(`${tested.server.url}/v1/clients`, { token })).json.clients.length, 0);
     await page.getByRole('button', { name: 'Done' }).click();
     await page.getByRole('row', { name: /Fleet server/ }).waitFor();
     assert.deepEqual(await seriousA11yViolations(page), [], "the product's clients page");

@@ -1,47 +1,32 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { Page } from 'playwright-core';
 import { raw } from '../helpers/http.js';
-import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
+import { newProduct, signUp } from '../helpers/fixtures.js';
 import { configDevice, provision, type Holdings } from '../helpers/device.js';
 import { eventually } from '../helpers/eventually.js';
-import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { consoleUnderTest, fitsPhoneWidth, seriousA11yViolations } from '../helpers/browser.js';
 
 /** The console's configuration as devices live it: the rollout of a fleet change, and a device's settings. */
-let server: TestServer;
-let browser: Browser;
-before(async () => {
-  server = await startTestServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser.close();
-  await server.close();
-});
+const tested = consoleUnderTest();
 
-async function loggedIn(username: string, path: string): Promise<Page> {
-  const page = await newPage(browser, server.url);
-  await logIn(page, username, PASSWORD, path);
-  return page;
-}
 
 const legends = async (page: Page) => (await page.locator('fieldset fieldset > legend').allTextContents()).map((l) => l.replace(/\*$/, '').trim());
 const rowText = async (page: Page, name: string) => (await page.getByRole('row', { name: new RegExp(`^${name}`) }).textContent()) ?? '';
 
 describe('configuration and devices', { concurrency: true }, () => {
   test('a fleet change saved in the form: the rollout bars follow the devices until both are in sync, and the device shows it current', async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Rolled');
-    const first = await provision(server.url, token, product.id);
-    const second = await provision(server.url, token, product.id);
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Rolled');
+    const first = await provision(tested.server.url, token, product.id);
+    const second = await provision(tested.server.url, token, product.id);
     const held: Holdings = new Map();
-    const device = await configDevice(server.mqttUrl, first, held);
+    const device = await configDevice(tested.server.mqttUrl, first, held);
     const later: Holdings = new Map();
     let other: Awaited<ReturnType<typeof configDevice>> | undefined;
     try {
       await eventually(() => (held.get('rgb') ? true : undefined));
-      const page = await loggedIn(username, `/products/${product.slug}/config`);
+      const page = await tested.loggedIn(username, `/products/${product.slug}/config`);
       await page.getByRole('heading', { name: 'Rollout' }).waitFor();
       // The second device has never connected: it is pending.
       await page.getByText('Of 2 device(s): 1 in sync, 1 pending (0 of them online), 0 refused a value.').waitFor();
@@ -56,7 +41,7 @@ describe('configuration and devices', { concurrency: true }, () => {
       await rgb.getByText('1 in sync, 1 pending, 0 refused').waitFor();
 
       // The other device connects while the page is open: the bars move on their own.
-      other = await configDevice(server.mqttUrl, second, later);
+      other = await configDevice(tested.server.mqttUrl, second, later);
       await page.getByText('Of 2 device(s): 2 in sync, 0 pending (0 of them online), 0 refused a value.').waitFor();
       await rgb.getByText('2 in sync, 0 pending, 0 refused').waitFor();
       assert.equal(later.get('rgb')?.value.type, 'off');
@@ -75,14 +60,14 @@ describe('configuration and devices', { concurrency: true }, () => {
   });
 
   test("a regular device: only its device-level modules, the value it refused at its field with the reason, and each setting's source", async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Refusing');
-    const who = await provision(server.url, token, product.id);
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Refusing');
+    const who = await provision(tested.server.url, token, product.id);
     const held: Holdings = new Map();
-    const device = await configDevice(server.mqttUrl, who, held, (module) => (module === 'geofence' && held.has('geofence') ? -33 : 0));
+    const device = await configDevice(tested.server.mqttUrl, who, held, (module) => (module === 'geofence' && held.has('geofence') ? -33 : 0));
     try {
       await eventually(() => (held.get('geofence') ? true : undefined));
-      const page = await loggedIn(username, `/products/${product.slug}/devices/${who.id}/config`);
+      const page = await tested.loggedIn(username, `/products/${product.slug}/devices/${who.id}/config`);
       await page.getByRole('heading', { name: /Settings of device/ }).waitFor();
       const shownModules = await legends(page);
       assert.equal(shownModules[0], 'Geofence');
@@ -112,17 +97,17 @@ describe('configuration and devices', { concurrency: true }, () => {
   });
 
   test('a development device: every module, each setting with its source, and its own value taken', async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Developing');
-    const who = await provision(server.url, token, product.id);
-    const made = await raw(`${server.url}/v1/products/${product.id}/devices/${who.id}`, { method: 'PUT', token, json: { development: true } });
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Developing');
+    const who = await provision(tested.server.url, token, product.id);
+    const made = await raw(`${tested.server.url}/v1/products/${product.id}/devices/${who.id}`, { method: 'PUT', token, json: { development: true } });
     assert.equal(made.status, 200, made.text);
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config`, { method: 'PUT', token, json: { rgb: { type: 'off' } } })).status, 200);
+    assert.equal((await raw(`${tested.server.url}/v1/products/${product.id}/config`, { method: 'PUT', token, json: { rgb: { type: 'off' } } })).status, 200);
     const held: Holdings = new Map();
-    const device = await configDevice(server.mqttUrl, who, held);
+    const device = await configDevice(tested.server.mqttUrl, who, held);
     try {
       await eventually(() => (held.get('rgb')?.value.type === 'off' ? true : undefined));
-      const page = await loggedIn(username, `/products/${product.slug}/devices/${who.id}/config`);
+      const page = await tested.loggedIn(username, `/products/${product.slug}/devices/${who.id}/config`);
       await page.getByText(/A development device/).waitFor();
       const shownModules = await legends(page);
       for (const m of ['Location', 'RGB LED', 'Sleep', 'Geofence']) assert.ok(shownModules.includes(m), `${m} in ${shownModules.join(', ')}`);
@@ -133,7 +118,7 @@ describe('configuration and devices', { concurrency: true }, () => {
       await page.getByRole('button', { name: 'Save' }).click();
       await page.getByText(/Saved as version 2: the device took it\./).waitFor();
       assert.equal(held.get('rgb')?.value.type, 'tracker');
-      const own = await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token });
+      const own = await raw(`${tested.server.url}/v1/products/${product.id}/config/${who.id}`, { token });
       assert.deepEqual(Object.keys(own.json.own), ['rgb'], 'only the module changed becomes the device’s own');
       await eventually(async () => ((await page.locator('#root_rgb_type__help').textContent()) === 'Set on this device.' ? true : undefined));
       assert.match(await rowText(page, 'RGB LED'), /this device\s*In sync/);
@@ -157,9 +142,9 @@ describe('configuration and devices', { concurrency: true }, () => {
   });
 
   test('an unknown device: its settings page says so in words', async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Unknown');
-    const page = await loggedIn(username, `/products/${product.slug}/devices/0123456789abcdef01234567/config`);
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Unknown');
+    const page = await tested.loggedIn(username, `/products/${product.slug}/devices/0123456789abcdef01234567/config`);
     const alert = page.getByRole('alert');
     await alert.waitFor();
     assert.ok(((await alert.textContent()) ?? '').length > 5);

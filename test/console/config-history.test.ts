@@ -1,44 +1,28 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import type { Browser, Page } from 'playwright-core';
-import { startTestServer, type TestServer } from '../helpers/server.js';
 import { raw } from '../helpers/http.js';
-import { engineSchema, newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
-import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { engineSchema, newProduct, signUp } from '../helpers/fixtures.js';
+import { consoleUnderTest, fitsPhoneWidth, seriousA11yViolations } from '../helpers/browser.js';
 
 /** The console's configuration history (versions, diffs, rollback) and its schema page. */
-let server: TestServer;
-let browser: Browser;
-before(async () => {
-  server = await startTestServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser.close();
-  await server.close();
-});
+const tested = consoleUnderTest();
 
-async function loggedIn(username: string, path: string): Promise<Page> {
-  const page = await newPage(browser, server.url);
-  await logIn(page, username, PASSWORD, path);
-  return page;
-}
 
 const SCHEMA = 'application/schema+json';
 const json = (name: string, body: unknown) => ({ name, mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(body)) });
 
 describe('configuration history and schema pages', { concurrency: true }, () => {
   test('history: who changed what and when, two versions side by side, a rollback after its confirmation', async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Historic');
-    const base = `${server.url}/v1/products/${product.id}/config`;
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Historic');
+    const base = `${tested.server.url}/v1/products/${product.id}/config`;
     assert.equal((await raw(base, { method: 'PUT', token, json: { rgb: { type: 'off' } } })).status, 200);
     assert.equal((await raw(base, { method: 'PUT', token, json: { rgb: { type: 'tracker' }, sleep: { mode: 'enable' } } })).status, 200);
     const schema = await raw(base, { method: 'PUT', token, headers: { 'content-type': SCHEMA }, body: JSON.stringify(engineSchema()) });
     assert.equal(schema.status, 200, schema.text);
 
-    const page = await loggedIn(username, `/products/${product.slug}/config`);
+    const page = await tested.loggedIn(username, `/products/${product.slug}/config`);
     await page.getByRole('navigation', { name: 'Configuration' }).getByRole('link', { name: 'History' }).click();
     await page.getByRole('heading', { name: 'Configuration history' }).waitFor();
     const tabs = page.getByRole('navigation', { name: 'Product' });
@@ -79,9 +63,9 @@ describe('configuration history and schema pages', { concurrency: true }, () => 
   });
 
   test('the schema: shown and downloaded, a custom one refused by path then taken and drawn as the form, the default restored after a confirmation', async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Schematic');
-    const page = await loggedIn(username, `/products/${product.slug}/config/schema`);
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Schematic');
+    const page = await tested.loggedIn(username, `/products/${product.slug}/config/schema`);
     await page.getByRole('heading', { name: 'Configuration schema' }).waitFor();
     await page.getByText('The product uses the default schema.').waitFor();
     assert.match((await page.getByLabel('The schema in force, as JSON').textContent()) ?? '', /"\$id": "https:\/\/skyport\.dev\/schemas\/tracker-config\/v19"/);
@@ -117,11 +101,11 @@ describe('configuration history and schema pages', { concurrency: true }, () => 
     await page.getByRole('button', { name: 'Restore the default schema…' }).click();
     const confirm = page.getByRole('group', { name: /Restore the default schema\?/ });
     await confirm.waitFor();
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config`, { token, headers: { accept: SCHEMA } })).json.properties.engine?.title, 'Engine', 'nothing happens before the confirmation');
+    assert.equal((await raw(`${tested.server.url}/v1/products/${product.id}/config`, { token, headers: { accept: SCHEMA } })).json.properties.engine?.title, 'Engine', 'nothing happens before the confirmation');
     await confirm.getByRole('button', { name: 'Restore the default' }).click();
     await page.getByText('The product uses the default schema.').waitFor();
     await page.getByRole('status').getByText(/Schema reverted to default/).waitFor();
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config`, { token, headers: { accept: SCHEMA } })).json.properties.engine, undefined);
+    assert.equal((await raw(`${tested.server.url}/v1/products/${product.id}/config`, { token, headers: { accept: SCHEMA } })).json.properties.engine, undefined);
     await page.context().close();
   });
 });

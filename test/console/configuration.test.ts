@@ -1,39 +1,23 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
-import { startTestServer, type TestServer } from '../helpers/server.js';
 import { raw } from '../helpers/http.js';
-import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
+import { newProduct, signUp } from '../helpers/fixtures.js';
 import { configDevice, provision, type Holdings } from '../helpers/device.js';
 import { eventually } from '../helpers/eventually.js';
-import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { consoleUnderTest, fitsPhoneWidth, seriousA11yViolations } from '../helpers/browser.js';
 
 /** The console's product pages in Chromium: the fleet's devices, and its configuration form. */
-let server: TestServer;
-let browser: Browser;
-before(async () => {
-  server = await startTestServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser.close();
-  await server.close();
-});
+const tested = consoleUnderTest();
 
-async function loggedIn(username: string, path: string): Promise<Page> {
-  const page = await newPage(browser, server.url);
-  await logIn(page, username, PASSWORD, path);
-  return page;
-}
 
 test('the fleet page lists the product devices, online or not', async () => {
-  const { username, token } = await signUp(server.url);
-  const product = await newProduct(server.url, token, 'Listed');
-  const online = await provision(server.url, token, product.id);
-  const offline = await provision(server.url, token, product.id);
-  const device = await configDevice(server.mqttUrl, online, new Map());
+  const { username, token } = await signUp(tested.server.url);
+  const product = await newProduct(tested.server.url, token, 'Listed');
+  const online = await provision(tested.server.url, token, product.id);
+  const offline = await provision(tested.server.url, token, product.id);
+  const device = await configDevice(tested.server.mqttUrl, online, new Map());
   try {
-    const page = await loggedIn(username, `/products/${product.slug}`);
+    const page = await tested.loggedIn(username, `/products/${product.slug}`);
     await page.getByRole('heading', { name: 'Devices' }).waitFor();
     const state = async (id: string) => (await page.getByRole('row', { name: new RegExp(id) }).textContent()) ?? '';
     await page.getByRole('row', { name: new RegExp(online.id) }).waitFor();
@@ -49,14 +33,14 @@ test('the fleet page lists the product devices, online or not', async () => {
 });
 
 test('the fleet configuration form: drawn from the schema, a dry run, saved and taken by a connected device', async () => {
-  const { username, token } = await signUp(server.url);
-  const product = await newProduct(server.url, token, 'Configured');
-  const who = await provision(server.url, token, product.id);
+  const { username, token } = await signUp(tested.server.url);
+  const product = await newProduct(tested.server.url, token, 'Configured');
+  const who = await provision(tested.server.url, token, product.id);
   const held: Holdings = new Map();
-  const device = await configDevice(server.mqttUrl, who, held);
+  const device = await configDevice(tested.server.mqttUrl, who, held);
   try {
     await eventually(() => (held.get('rgb')?.value.type === 'particle' ? true : undefined));
-    const page = await loggedIn(username, `/products/${product.slug}/config`);
+    const page = await tested.loggedIn(username, `/products/${product.slug}/config`);
     await page.getByRole('heading', { name: 'Fleet configuration' }).waitFor();
     // One panel per module, in the schema's order; geofence is device-level only.
     const legends = await page.locator('fieldset fieldset > legend').allTextContents();
@@ -75,12 +59,12 @@ test('the fleet configuration form: drawn from the schema, a dry run, saved and 
     const fieldError = page.locator('#root_sleep_exe_min__error');
     await fieldError.waitFor();
     assert.match((await fieldError.textContent()) ?? '', /must be >=/);
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config`, { token })).json.configuration.rgb.type, 'particle');
+    assert.equal((await raw(`${tested.server.url}/v1/products/${product.id}/config`, { token })).json.configuration.rgb.type, 'particle');
 
     await page.locator('#root_sleep_exe_min').fill('10');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByText(/Saved as version/).waitFor();
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}/config`, { token })).json.configuration.rgb.type, 'off');
+    assert.equal((await raw(`${tested.server.url}/v1/products/${product.id}/config`, { token })).json.configuration.rgb.type, 'off');
     await eventually(() => (held.get('rgb')?.value.type === 'off' ? true : undefined));
     await page.context().close();
   } finally {

@@ -1,36 +1,22 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
-import { email, startTestServer, type TestServer } from '../helpers/server.js';
+import type { Page } from 'playwright-core';
+import { email } from '../helpers/server.js';
 import { basic, raw } from '../helpers/http.js';
-import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
+import { newProduct, signUp } from '../helpers/fixtures.js';
 import { fakeDevice, provision } from '../helpers/device.js';
-import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { consoleUnderTest, fitsPhoneWidth, seriousA11yViolations } from '../helpers/browser.js';
 
 /** The console's customers page in Chromium: created with and without a password, a new password, deleted. */
-let server: TestServer;
-let browser: Browser;
-before(async () => {
-  server = await startTestServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser.close();
-  await server.close();
-});
+const tested = consoleUnderTest();
 
-async function loggedIn(username: string, path: string): Promise<Page> {
-  const page = await newPage(browser, server.url);
-  await logIn(page, username, PASSWORD, path);
-  return page;
-}
 
 /** A product with its Simple Auth client, through the API. */
 async function productWithApp(token: string, name: string) {
-  const product = await newProduct(server.url, token, name);
-  const app = (await raw(`${server.url}/v1/products/${product.id}/clients`, { method: 'POST', token, json: { name: 'app', scope: 'customers:create' } })).json.client as { id: string; secret: string };
+  const product = await newProduct(tested.server.url, token, name);
+  const app = (await raw(`${tested.server.url}/v1/products/${product.id}/clients`, { method: 'POST', token, json: { name: 'app', scope: 'customers:create' } })).json.client as { id: string; secret: string };
   const login = (username: string, password: string) =>
-    raw(`${server.url}/oauth/token`, { method: 'POST', headers: { authorization: basic(app.id, app.secret) }, form: { grant_type: 'password', username, password } });
+    raw(`${tested.server.url}/oauth/token`, { method: 'POST', headers: { authorization: basic(app.id, app.secret) }, form: { grant_type: 'password', username, password } });
   return { product, login };
 }
 
@@ -38,9 +24,9 @@ const row = (page: Page, name: string) => page.getByRole('row', { name: new RegE
 
 describe('customers', { concurrency: true }, () => {
   test('create with a password (it logs in) and without (shadow); a taken e-mail said in words; a new password; delete after confirming', async () => {
-    const owner = await signUp(server.url);
+    const owner = await signUp(tested.server.url);
     const { product, login } = await productWithApp(owner.token, 'Customer Fleet');
-    const page = await loggedIn(owner.username, `/products/${product.slug}`);
+    const page = await tested.loggedIn(owner.username, `/products/${product.slug}`);
     await page.getByRole('navigation', { name: 'Product' }).getByRole('link', { name: 'Customers' }).click();
     await page.getByText('No customers in this product yet.').waitFor();
     assert.deepEqual(await seriousA11yViolations(page), [], 'the customers page');
@@ -80,37 +66,37 @@ describe('customers', { concurrency: true }, () => {
     await row(page, simple).getByText('Password changed.').waitFor();
     assert.equal((await login(simple, 'customer pass')).status, 400);
     assert.equal((await login(simple, 'a brand new pass')).status, 200);
-    assert.equal((await raw(`${server.url}/v1/devices`, { token: first.json.access_token })).status, 401);
+    assert.equal((await raw(`${tested.server.url}/v1/devices`, { token: first.json.access_token })).status, 401);
 
     await page.getByRole('button', { name: `Delete ${simple}` }).click();
     await page.getByText('Its tokens and claim codes are revoked and its devices released.').waitFor();
     await page.getByRole('button', { name: 'Yes, delete' }).click();
     await row(page, simple).waitFor({ state: 'detached' });
-    const left = (await raw(`${server.url}/v1/products/${product.id}/customers`, { token: owner.token })).json.customers as Array<{ username: string }>;
+    const left = (await raw(`${tested.server.url}/v1/products/${product.id}/customers`, { token: owner.token })).json.customers as Array<{ username: string }>;
     assert.deepEqual(left.map((c) => c.username), [shadow]);
     assert.equal((await login(simple, 'a brand new pass')).status, 400);
     await page.context().close();
   });
 
   test('each customer with its devices; 25 a page', async () => {
-    const owner = await signUp(server.url);
+    const owner = await signUp(tested.server.url);
     const { product, login } = await productWithApp(owner.token, 'Paged Customers');
     // A customer who claimed a device.
     const claimer = email('claimer');
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}/customers`, { method: 'POST', token: owner.token, json: { email: claimer, password: 'claimer pass' } })).status, 201);
+    assert.equal((await raw(`${tested.server.url}/v1/products/${product.id}/customers`, { method: 'POST', token: owner.token, json: { email: claimer, password: 'claimer pass' } })).status, 201);
     const customerToken = (await login(claimer, 'claimer pass')).json.access_token as string;
-    const who = await provision(server.url, owner.token, product.id);
-    const device = await fakeDevice(server.mqttUrl, who);
+    const who = await provision(tested.server.url, owner.token, product.id);
+    const device = await fakeDevice(tested.server.mqttUrl, who);
     try {
-      const code = await raw(`${server.url}/v1/products/${product.id}/device_claims`, { method: 'POST', token: customerToken, json: {} });
+      const code = await raw(`${tested.server.url}/v1/products/${product.id}/device_claims`, { method: 'POST', token: customerToken, json: {} });
       assert.deepEqual(await device.claim(code.json.claim_code as string), { ok: true });
     } finally {
       await device.close();
     }
     await Promise.all(Array.from({ length: 25 }, (_, i) =>
-      raw(`${server.url}/v1/products/${product.id}/customers`, { method: 'POST', token: owner.token, json: { email: email(`many${i}`), no_password: true } })));
+      raw(`${tested.server.url}/v1/products/${product.id}/customers`, { method: 'POST', token: owner.token, json: { email: email(`many${i}`), no_password: true } })));
 
-    const page = await loggedIn(owner.username, `/products/${product.slug}/customers`);
+    const page = await tested.loggedIn(owner.username, `/products/${product.slug}/customers`);
     await page.getByText('Page 1 of 2 (26 customers)').waitFor();
     assert.equal(await page.locator('tbody tr').count(), 25);
     await page.getByRole('button', { name: 'Next' }).click();

@@ -1,30 +1,20 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { Page } from 'playwright-core';
 import { raw } from '../helpers/http.js';
 import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
 import { provision } from '../helpers/device.js';
 import { spawnSkyport } from '../helpers/cli.js';
-import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { consoleUnderTest, fitsPhoneWidth, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
 
 /** A device's page in Chromium: details, calls and reads of a simulated device, its events, its settings. */
-let server: TestServer;
-let browser: Browser;
-before(async () => {
-  server = await startTestServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser.close();
-  await server.close();
-});
+const tested = consoleUnderTest();
 
 async function devicePage(username: string, slug: string, id: string): Promise<Page> {
-  const page = await newPage(browser, server.url);
+  const page = await newPage(tested.browser, tested.server.url);
   await logIn(page, username, PASSWORD, `/products/${slug}/devices/${id}`);
   await page.getByRole('heading', { name: new RegExp(id) }).waitFor();
   await page.getByText('Live: changes show as they happen.').waitFor();
@@ -35,9 +25,9 @@ const state = (page: Page) => page.locator('dl.pairs dt:text-is("State") + dd');
 
 describe('a device page', { concurrency: true, timeout: 120_000 }, () => {
   test('a simulated device (skyport sim) comes online live: its functions called, its variables read, its events listed; paused while it stops', async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Simulated');
-    const who = await provision(server.url, token, product.id);
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Simulated');
+    const who = await provision(tested.server.url, token, product.id);
     const page = await devicePage(username, product.slug, who.id);
     assert.equal(await state(page).textContent(), 'offline');
     await page.getByText('The device has declared no function (yet).').waitFor();
@@ -45,7 +35,7 @@ describe('a device page', { concurrency: true, timeout: 120_000 }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'skyport-console-device-'));
     const credentials = join(dir, 'device.csv');
     writeFileSync(credentials, `id,secret\n${who.id},${who.secret}\n`);
-    const sim = spawnSkyport(['sim', '--credentials', credentials, '--mqtt-url', server.mqttUrl]);
+    const sim = spawnSkyport(['sim', '--credentials', credentials, '--mqtt-url', tested.server.mqttUrl]);
     try {
       await state(page).getByText('online').waitFor({ timeout: 15_000 });
       const events = page.getByRole('list', { name: 'Events, newest first' });
@@ -96,11 +86,11 @@ describe('a device page', { concurrency: true, timeout: 120_000 }, () => {
   });
 
   test('rename, notes, development flag and removal (after a confirmation); a refused name said in words', async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Edited');
-    const who = await provision(server.url, token, product.id);
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Edited');
+    const who = await provision(tested.server.url, token, product.id);
     const page = await devicePage(username, product.slug, who.id);
-    const url = `${server.url}/v1/products/${product.id}/devices/${who.id}`;
+    const url = `${tested.server.url}/v1/products/${product.id}/devices/${who.id}`;
     assert.equal(await page.getByRole('link', { name: 'Device settings' }).getAttribute('href'), `/products/${product.slug}/devices/${who.id}/config`);
 
     await page.getByRole('textbox', { name: 'Name' }).fill('not a name!');

@@ -1,32 +1,22 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { Page } from 'playwright-core';
 import { raw } from '../helpers/http.js';
 import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
 import { fakeDevice, provision } from '../helpers/device.js';
 import { spawnSkyport } from '../helpers/cli.js';
-import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { consoleUnderTest, fitsPhoneWidth, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
 
 /** The fleet page in Chromium: live online state, adding devices (secrets once), importing ids. */
-let server: TestServer;
-let browser: Browser;
-before(async () => {
-  server = await startTestServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser.close();
-  await server.close();
-});
+const tested = consoleUnderTest();
 
 async function fleetPage(username: string, slug: string): Promise<Page> {
-  const page = await newPage(browser, server.url);
+  const page = await newPage(tested.browser, tested.server.url);
   await logIn(page, username, PASSWORD, `/products/${slug}`);
   await page.getByRole('heading', { name: 'Devices' }).waitFor();
   // The fleet's event stream is open: what happens from now on shows without a reload.
@@ -38,14 +28,14 @@ const stateOf = (page: Page, id: string) => page.getByRole('row', { name: new Re
 
 describe('the fleet page', { concurrency: true, timeout: 120_000 }, () => {
   test('one device added: its secret once, and the sim command that brings it online on the open page, live; offline when it stops', async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Live');
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Live');
     const page = await fleetPage(username, product.slug);
     await page.getByRole('button', { name: 'Add devices' }).click();
     await page.getByLabel('How many').fill('1');
     await page.getByRole('button', { name: 'Add', exact: true }).click();
     await page.getByText('they will not be shown again').waitFor();
-    const listed = (await raw(`${server.url}/v1/products/${product.id}/devices`, { token })).json.devices as Array<{ id: string }>;
+    const listed = (await raw(`${tested.server.url}/v1/products/${product.id}/devices`, { token })).json.devices as Array<{ id: string }>;
     assert.equal(listed.length, 1);
     const id = listed[0]!.id;
     const pairs = page.locator('dl.pairs dd code');
@@ -54,7 +44,7 @@ describe('the fleet page', { concurrency: true, timeout: 120_000 }, () => {
     assert.match(secret, /^[0-9a-f]{16,}$/);
     const command = (await page.getByLabel('Command that starts a simulated device').textContent()) ?? '';
     assert.ok(command.includes(id) && command.includes(secret), command);
-    assert.ok(command.includes(`--mqtt-url ${server.mqttUrl}`), command);
+    assert.ok(command.includes(`--mqtt-url ${tested.server.mqttUrl}`), command);
     assert.deepEqual(await seriousA11yViolations(page), [], 'the fleet page with a new device');
     assert.ok(await fitsPhoneWidth(page), 'the fleet page with the command fits a phone');
     await stateOf(page, id).getByText('offline').waitFor();
@@ -79,8 +69,8 @@ describe('the fleet page', { concurrency: true, timeout: 120_000 }, () => {
   });
 
   test('many devices added: one CSV download with the header and a row each; a refused quantity said in words', async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Many');
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Many');
     const page = await fleetPage(username, product.slug);
     await page.getByRole('button', { name: 'Add devices' }).click();
     await page.getByLabel('How many').fill('10001');
@@ -98,11 +88,11 @@ describe('the fleet page', { concurrency: true, timeout: 120_000 }, () => {
     const lines = readFileSync(await download.path(), 'utf8').trim().split('\n');
     assert.equal(lines[0], 'device_id,device_secret');
     assert.equal(lines.length, 4);
-    const ids = (await raw(`${server.url}/v1/products/${product.id}/devices`, { token })).json.devices.map((d: { id: string }) => d.id).sort();
+    const ids = (await raw(`${tested.server.url}/v1/products/${product.id}/devices`, { token })).json.devices.map((d: { id: string }) => d.id).sort();
     assert.deepEqual(lines.slice(1).map((l) => l.split(',')[0]).sort(), ids);
     // The secrets are the ones the devices connect with.
     const [firstId, firstSecret] = lines[1]!.split(',') as [string, string];
-    const device = await fakeDevice(server.mqttUrl, { id: firstId, secret: firstSecret });
+    const device = await fakeDevice(tested.server.mqttUrl, { id: firstId, secret: firstSecret });
     await device.close();
     await page.getByRole('button', { name: 'Done' }).click();
     await page.getByText('Page 1 of 1 (3 devices)').waitFor();
@@ -110,15 +100,15 @@ describe('the fleet page', { concurrency: true, timeout: 120_000 }, () => {
   });
 
   test('import a file of ids in batches, with its progress and the result lists: added, already in, not moved, invalid', async () => {
-    const { username, token } = await signUp(server.url);
-    const product = await newProduct(server.url, token, 'Imports');
-    const elsewhere = await newProduct(server.url, token, 'Elsewhere');
-    const already = await provision(server.url, token, product.id);
-    const free = await provision(server.url, token, elsewhere.id);
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Imports');
+    const elsewhere = await newProduct(tested.server.url, token, 'Elsewhere');
+    const already = await provision(tested.server.url, token, product.id);
+    const free = await provision(tested.server.url, token, elsewhere.id);
     // Out of its product: known to the cloud, in no product, so an import takes it.
-    assert.equal((await raw(`${server.url}/v1/products/${elsewhere.id}/devices/${free.id}`, { method: 'DELETE', token })).status, 204);
-    const stranger = await signUp(server.url);
-    const foreign = await provision(server.url, stranger.token, (await newProduct(server.url, stranger.token, 'Theirs')).id);
+    assert.equal((await raw(`${tested.server.url}/v1/products/${elsewhere.id}/devices/${free.id}`, { method: 'DELETE', token })).status, 204);
+    const stranger = await signUp(tested.server.url);
+    const foreign = await provision(tested.server.url, stranger.token, (await newProduct(tested.server.url, stranger.token, 'Theirs')).id);
     // More ids than one batch takes: unknown ones, invalid.
     const unknown = Array.from({ length: 1100 }, () => randomBytes(12).toString('hex'));
     const file = [free.id, already.id, foreign.id, 'not-a-device', ...unknown].join('\n') + '\n';

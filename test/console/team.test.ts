@@ -1,38 +1,24 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
-import { email, startTestServer, type TestServer } from '../helpers/server.js';
+import type { Page } from 'playwright-core';
+import { email } from '../helpers/server.js';
 import { raw } from '../helpers/http.js';
-import { enableMfa, newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
-import { fitsPhoneWidth, launch, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { enableMfa, newProduct, signUp } from '../helpers/fixtures.js';
+import { consoleUnderTest, fitsPhoneWidth, seriousA11yViolations } from '../helpers/browser.js';
 
 /** The console's product team and settings pages in Chromium. */
-let server: TestServer;
-let browser: Browser;
-before(async () => {
-  server = await startTestServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser.close();
-  await server.close();
-});
+const tested = consoleUnderTest();
 
-async function loggedIn(username: string, path: string): Promise<Page> {
-  const page = await newPage(browser, server.url);
-  await logIn(page, username, PASSWORD, path);
-  return page;
-}
 
 const tab = (page: Page, name: string) => page.getByRole('navigation', { name: 'Product' }).getByRole('link', { name, exact: true });
 
 describe('team and settings', { concurrency: true }, () => {
   test('the team: invite an existing account (and an unknown one, refused in words), remove after confirming, the last member refused', async () => {
-    const owner = await signUp(server.url);
-    const invitee = await signUp(server.url);
-    await enableMfa(server.url, invitee.token);
-    const product = await newProduct(server.url, owner.token, 'Team Fleet');
-    const page = await loggedIn(owner.username, `/products/${product.slug}`);
+    const owner = await signUp(tested.server.url);
+    const invitee = await signUp(tested.server.url);
+    await enableMfa(tested.server.url, invitee.token);
+    const product = await newProduct(tested.server.url, owner.token, 'Team Fleet');
+    const page = await tested.loggedIn(owner.username, `/products/${product.slug}`);
     await tab(page, 'Team').click();
     await page.getByRole('heading', { name: 'Team', exact: true }).waitFor();
     const row = (name: string) => page.getByRole('row', { name: new RegExp(name.replace(/[.+]/g, '\\$&')) });
@@ -50,7 +36,7 @@ describe('team and settings', { concurrency: true }, () => {
     await page.getByText(`${invitee.username} is now a member of the team.`).waitFor();
     await row(invitee.username).waitFor();
     assert.match((await row(invitee.username).textContent()) ?? '', /administratoron/, 'MFA on');
-    const team = async () => ((await raw(`${server.url}/v1/products/${product.id}/team`, { token: owner.token })).json.team as Array<{ username: string }>).map((m) => m.username).sort();
+    const team = async () => ((await raw(`${tested.server.url}/v1/products/${product.id}/team`, { token: owner.token })).json.team as Array<{ username: string }>).map((m) => m.username).sort();
     assert.deepEqual(await team(), [owner.username, invitee.username].sort());
     assert.deepEqual(await seriousA11yViolations(page), [], 'the team page');
     assert.ok(await fitsPhoneWidth(page), 'the team page fits a phone');
@@ -70,12 +56,12 @@ describe('team and settings', { concurrency: true }, () => {
   });
 
   test('settings: rename and describe the product; a refused name in words; delete it after typing its slug (it has customers)', async () => {
-    const owner = await signUp(server.url);
-    const product = await newProduct(server.url, owner.token, 'Settings Fleet');
-    const customer = await raw(`${server.url}/v1/products/${product.id}/customers`, { method: 'POST', token: owner.token, json: { email: email('cust'), no_password: true } });
+    const owner = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, owner.token, 'Settings Fleet');
+    const customer = await raw(`${tested.server.url}/v1/products/${product.id}/customers`, { method: 'POST', token: owner.token, json: { email: email('cust'), no_password: true } });
     assert.equal(customer.status, 201, customer.text);
     // From another tab than Devices: each tab's link leads to its own page, and only it is current.
-    const page = await loggedIn(owner.username, `/products/${product.slug}/customers`);
+    const page = await tested.loggedIn(owner.username, `/products/${product.slug}/customers`);
     await page.getByRole('heading', { name: 'Customers', exact: true }).waitFor();
     await tab(page, 'Settings').click();
     await page.getByRole('heading', { name: 'Settings', exact: true }).waitFor();
@@ -94,7 +80,7 @@ describe('team and settings', { concurrency: true }, () => {
     await page.getByLabel('Description').fill('trackers of the north');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByText('Saved.').waitFor();
-    const held = (await raw(`${server.url}/v1/products/${product.id}`, { token: owner.token })).json.product;
+    const held = (await raw(`${tested.server.url}/v1/products/${product.id}`, { token: owner.token })).json.product;
     assert.deepEqual([held.name, held.description, held.slug], ['Renamed Fleet', 'trackers of the north', product.slug]);
 
     // Deleting needs the slug typed exactly.
@@ -107,7 +93,7 @@ describe('team and settings', { concurrency: true }, () => {
     await page.getByRole('heading', { name: 'Products' }).waitFor();
     assert.equal(new URL(page.url()).pathname, '/');
     await page.getByText('No products yet').waitFor();
-    assert.equal((await raw(`${server.url}/v1/products/${product.id}`, { token: owner.token })).status, 403);
+    assert.equal((await raw(`${tested.server.url}/v1/products/${product.id}`, { token: owner.token })).status, 403);
     await page.context().close();
   });
 });

@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module';
+import { after, before } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { startTestServer, type TestServer, type TestServerOptions } from './server.js';
 import { PASSWORD } from './fixtures.js';
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -47,4 +49,38 @@ export async function logIn(page: Page, username: string, password = PASSWORD, p
   await page.getByLabel('E-mail').fill(username);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Log in' }).click();
+}
+
+/** A console test file's server and browser, started before its tests and closed after them. */
+export interface ConsoleUnderTest {
+  readonly server: TestServer;
+  readonly browser: Browser;
+  /** A page of a context of its own, logged in at `path`. */
+  loggedIn(username: string, path?: string, password?: string): Promise<Page>;
+}
+
+/** Registers the file's before/after hooks: one server and one browser for all its tests. */
+export function consoleUnderTest(options: TestServerOptions = {}): ConsoleUnderTest {
+  let server: TestServer | undefined;
+  let browser: Browser | undefined;
+  before(async () => {
+    [server, browser] = await Promise.all([startTestServer(options), launch()]);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  const started = <T>(thing: T | undefined): T => {
+    if (thing === undefined) throw new Error('the console under test has not started (used outside a test?)');
+    return thing;
+  };
+  return {
+    get server() { return started(server); },
+    get browser() { return started(browser); },
+    async loggedIn(username, path = '/', password = PASSWORD) {
+      const page = await newPage(started(browser), started(server).url);
+      await logIn(page, username, password, path);
+      return page;
+    },
+  };
 }
