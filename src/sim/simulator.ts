@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createDevice, type Device } from '../sdk/index.js';
+import { defaultSchema } from '../domain/config/default-schema.js';
+import { schemaModules } from './schema-modules.js';
 
 export interface Identity { id: string; secret: string }
 
@@ -37,7 +39,9 @@ export interface SimulationResult {
 /**
  * Connects simulated devices with the SDK, a bounded number at a time, each with the functions
  * `led` (1 for "on", else 0) and `echo` (the argument's length) and the variables `temp` (double)
- * and `uptime` (int32). The `skyport sim` command and the benchmarks use it. The devices in the
+ * and `uptime` (int32), and the configuration modules of the default tracker schema, taking every
+ * value it allows (so a product's settings reach them and show in sync). The `skyport sim`
+ * command uses it. The devices in the
  * result stay connected (and reconnect) until the caller closes them.
  */
 export async function runSimulation(options: SimulationOptions, hooks: { onProgress?: (p: SimulationProgress) => void } = {}): Promise<SimulationResult> {
@@ -64,6 +68,7 @@ export async function runSimulation(options: SimulationOptions, hooks: { onProgr
         .function('echo', (arg) => arg.length)
         .variable('temp', 'double', () => (temp += (Math.random() - 0.5) / 10))
         .variable('uptime', 'int32', () => Math.floor((Date.now() - bootedAt) / 1000));
+      for (const [name, bindings] of schemaModules(defaultSchema())) await device.configModule(name, bindings);
       connecting.add(device);
       try {
         await device.connect({ timeoutMs: options.connectTimeoutMs ?? 30_000 });
