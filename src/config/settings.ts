@@ -138,7 +138,7 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'eventsKeepaliveSeconds', env: 'EVENTS_KEEPALIVE_SECONDS', flag: '--events-keepalive-seconds', default: '5', doc: 'Interval of the keep-alive comment on event streams (particle-api-js drops a stream silent for 15 s).', parse: integer(1, 10) },
   {
     key: 'corsOrigins', env: 'CORS_ORIGINS', flag: '--cors-origins', default: '',
-    doc: 'Origins of browser apps allowed to call the REST API from their own pages (CORS), separated by commas, such as https://app.example.com. Empty (the default): none; the console, served by the API itself, needs none.',
+    doc: 'Origins of browser apps allowed to call the REST API from their own pages (CORS), separated by commas, such as https://app.example.com. Empty (the default): none, and no CORS header at all; the console, served by the API itself, needs none.',
     parse: origins,
   },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },

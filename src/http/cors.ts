@@ -10,6 +10,8 @@ import cors from '@fastify/cors';
  * listed origin only lets an app that sends `credentials: 'include'` read the answers.
  */
 export async function allowListedOrigins(app: FastifyInstance, origins: readonly string[]): Promise<void> {
+  // None listed (the default): no CORS at all, and answers do not vary by Origin.
+  if (origins.length === 0) return;
   const listed = new Set(origins);
   await app.register(cors, {
     // The answer depends on the Origin header, listed or not: caches must keep them apart.

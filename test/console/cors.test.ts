@@ -69,6 +69,7 @@ test('a preflight from a listed origin is answered with what it may send; any ot
     assert.equal(refused.headers.get('access-control-allow-origin'), null, `${origin} at ${url}`);
     assert.equal(refused.headers.get('access-control-allow-credentials'), null, `${origin} at ${url}`);
   }
+  assert.equal((await raw(`${plain.url}/v1/user`, { headers: { origin: listed.origin } })).headers.get('vary'), null, 'with no origin listed, nothing varies by Origin');
 
   // A simple request: the answer carries the header for a listed origin only, errors included.
   const { token } = await signUp(skyport.url);

@@ -72,13 +72,24 @@ export function ConfigHistory({ session, product }: { session: Session; product:
     },
   });
 
+  // Before its first change a fleet has no values of its own: going back there is an empty write.
+  const reset = useMutation({
+    mutationFn: () => api<{ version?: number }>(`/v1/products/${encodeURIComponent(product)}/config`, { method: 'PUT', token: session.token, json: {} }),
+    onSuccess: async (r) => {
+      setPage(1);
+      setDone(`The fleet's values are cleared: every setting takes its default again (version ${r.version ?? ''}).`);
+      await client.invalidateQueries({ queryKey: ['config-history', product] });
+      for (const key of ['fleet-values', 'rollout']) await client.invalidateQueries({ queryKey: [key, product] });
+    },
+  });
+
   return (
     <section aria-labelledby="history-title">
       <ConfigNav product={product} />
       <h3 id="history-title">Configuration history</h3>
       {list.error && <p role="alert" className="error">{list.error.message}</p>}
       {done && <p role="status">{done}</p>}
-      {rollback.error && <p role="alert" className="error">{rollback.error.message}</p>}
+      {(rollback.error ?? reset.error) && <p role="alert" className="error">{(rollback.error ?? reset.error)?.message}</p>}
       {list.data && entries.length === 0 && <p>No change yet: the product has its default configuration.</p>}
       {entries.length > 0 && (
         <>
@@ -109,6 +120,11 @@ export function ConfigHistory({ session, product }: { session: Session; product:
               <button type="button" disabled={page >= list.data.meta.total_pages} onClick={() => setPage(page + 1)}>Older</button>
             </div>
           )}
+          <p>
+            Before the first change the fleet had no values of its own: every setting took its schema&apos;s default.{' '}
+            <ConfirmButton label="Back to the defaults…" question="Clear the fleet's values, so that every setting takes its default again?" confirmLabel="Clear the fleet's values"
+              onAsk={() => setDone(null)} pending={reset.isPending} onConfirm={() => reset.mutateAsync()} />
+          </p>
           <Compare session={session} product={product} entries={entries} />
         </>
       )}
