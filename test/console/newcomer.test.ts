@@ -41,6 +41,7 @@ test('from sign-up to a rolled-back fleet setting, with a simulated device, in t
     const command = (await page.getByLabel('Command that starts a simulated device').textContent()) ?? '';
     // As a newcomer would paste it into a shell (npx skyport is this checkout's bin).
     const [write, run] = command.split(' && ') as [string, string];
+    assert.match(run, /^npx skyport sim --credentials \S+\.csv /, command);
     execFileSync('sh', ['-c', write], { cwd: dir });
     sim = spawnSkyport(run.split(' ').slice(2).map((a) => (a.endsWith('.csv') ? join(dir, a) : a)));
     await page.getByRole('button', { name: 'Done' }).click();
