@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Page } from 'playwright-core';
+import { chromium, type Locator, type Page } from 'playwright-core';
 import { api, captureOutput, onCleanup, ROOT, runCleanups, startSkyport, stopChild, track } from '../bench/harness.js';
 
 const OUT = join(ROOT, 'docs', 'console');
@@ -16,7 +16,7 @@ const USER = 'ada@example.com';
 const PASSWORD = 'screenshot password';
 
 /** A page of the console: its address, what shows once it is drawn, and the file it goes to. */
-interface Shot { file: string; path: string; ready: (page: Page) => Promise<unknown> }
+interface Shot { file: string; path: string; ready: (page: Page) => Promise<unknown>; part?: (page: Page) => Locator }
 
 async function main(): Promise<void> {
   const server = await startSkyport('embedded', { build: ROOT });
@@ -44,10 +44,22 @@ async function main(): Promise<void> {
 
   const p = `/products/${product.slug}`;
   const heading = (name: string | RegExp) => (page: Page) => page.getByRole('heading', { name }).first().waitFor();
+  // A history to show: the fleet's LED off, then a device's own geofence zone.
+  await api(`${server.url}/v1/products/${product.id}/config`, { method: 'PUT', token, json: { rgb: { type: 'off' } } });
+  await api(`${server.url}/v1/products/${product.id}/config/${online.id}`, { method: 'PUT', token, json: { geofence: { zone1: { enable: true, lat: 52.37, lon: 4.89, radius: 500 } } } });
+  const d = `${p}/devices/${online.id}`;
   const shots: Shot[] = [
     { file: 'products.png', path: '/', ready: heading('Products') },
     { file: 'devices.png', path: p, ready: (page) => page.getByText('online', { exact: true }).first().waitFor() },
+    { file: 'device.png', path: d, ready: (page) => page.getByText(/Declared: led, echo/).waitFor() },
     { file: 'configuration.png', path: `${p}/config`, ready: heading('Fleet configuration') },
+    { file: 'rollout.png', path: `${p}/config`, ready: (page) => page.getByText(/Of 3 device\(s\)/).waitFor(), part: (page) => page.locator('section[aria-labelledby="rollout-title"]') },
+    { file: 'device-settings.png', path: `${d}/config`, ready: (page) => page.getByRole('row', { name: /^Geofence/ }).waitFor() },
+    // Each version's changes are read one by one: the shot waits until none is still loading.
+    { file: 'history.png', path: `${p}/config/history`, ready: (page) => page.waitForFunction("document.querySelectorAll('td').length > 0 && ![...document.querySelectorAll('td')].some((td) => td.textContent === '…')") },
+    { file: 'schema.png', path: `${p}/config/schema`, ready: heading(/schema/i) },
+    { file: 'clients.png', path: `${p}/clients`, ready: heading(/OAuth clients/) },
+    { file: 'account.png', path: '/account', ready: heading(/Security log/) },
   ];
 
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
@@ -63,7 +75,8 @@ async function main(): Promise<void> {
   for (const shot of shots) {
     await page.goto(shot.path);
     await shot.ready(page);
-    await page.screenshot({ path: join(OUT, shot.file) });
+    if (shot.part) await shot.part(page).screenshot({ path: join(OUT, shot.file) });
+    else await page.screenshot({ path: join(OUT, shot.file) });
     console.log(`docs/console/${shot.file}`);
   }
 }

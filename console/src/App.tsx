@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { lazy, Suspense, useEffect, useState } from 'react';
 import { QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { ApiError } from './api.js';
 import { forget, hasExpired, logOut, renew, revokeTemporariesOnExit, savedSession, type Session } from './session.js';
@@ -8,8 +8,10 @@ import { SignIn } from './pages/SignIn.js';
 import { Products } from './pages/Products.js';
 import { Product } from './pages/Product.js';
 import { Clients } from './pages/Clients.js';
-import { Account } from './pages/Account.js';
 import { Link, Route, Routes } from 'react-router';
+
+// The account page (and its QR code drawing) loads when it is opened, not for the first page.
+const Account = lazy(() => import('./pages/Account.js').then((m) => ({ default: m.Account })));
 
 /**
  * The console: sign-in until there is a session, then the user's pages. Signing in keeps the
@@ -69,7 +71,7 @@ export function App() {
           <Route path="/" element={<Products session={session} />} />
           <Route path="/products/:slug/*" element={<Product session={session} />} />
           <Route path="/clients" element={<section aria-labelledby="account-clients-title"><h2 id="account-clients-title">OAuth clients</h2><p>Clients of your own account: their tokens act as you.</p><Clients session={session} base="/v1/clients" title="Your clients" /></section>} />
-          <Route path="/account" element={<Account session={session} />} />
+          <Route path="/account" element={<Suspense fallback={<p>Loading…</p>}><Account session={session} /></Suspense>} />
           <Route path="*" element={<p>No such page. <Link to="/">Your products</Link></p>} />
         </Routes>
       </main>

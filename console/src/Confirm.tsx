@@ -6,8 +6,10 @@ import { useState } from 'react';
  * headless browsers dismiss it). When `onConfirm` answers a promise, the question closes once it
  * is kept; a refusal leaves it open, and the caller shows the error.
  */
-export function ConfirmButton({ label, name, subject, question, confirmLabel, confirmName, onAsk, onConfirm, pending = false }: {
+export function ConfirmButton({ label, name, subject, question, confirmLabel, confirmName, onAsk, onConfirm, pending = false, destructive = true }: {
   label: string;
+  /** Red for what cannot be undone (delete, remove, revoke); plain for what writes a new version. */
+  destructive?: boolean;
   /** The first button's accessible name, when its label alone does not say what it acts on. */
   name?: string;
   /** What the action is about, added to the label for the accessible name (rows have one each). */
@@ -23,7 +25,7 @@ export function ConfirmButton({ label, name, subject, question, confirmLabel, co
   const [asking, setAsking] = useState(false);
   if (!asking) {
     return (
-      <button type="button" className="danger" aria-label={name ?? (subject ? `${label} ${subject}` : undefined)} onClick={() => { onAsk?.(); setAsking(true); }}>{label}</button>
+      <button type="button" className={destructive ? 'danger' : undefined} aria-label={name ?? (subject ? `${label} ${subject}` : undefined)} onClick={() => { onAsk?.(); setAsking(true); }}>{label}</button>
     );
   }
   const confirm = () => {
@@ -33,7 +35,7 @@ export function ConfirmButton({ label, name, subject, question, confirmLabel, co
   return (
     <span role="group" aria-label={question} className="confirm">
       <span>{question}</span>
-      <button type="button" className="danger" aria-label={confirmName} disabled={pending} onClick={confirm}>{confirmLabel}</button>
+      <button type="button" className={destructive ? 'danger' : undefined} aria-label={confirmName} disabled={pending} onClick={confirm}>{confirmLabel}</button>
       <button type="button" className="secondary" onClick={() => setAsking(false)}>Cancel</button>
     </span>
   );

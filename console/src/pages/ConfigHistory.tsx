@@ -105,7 +105,7 @@ export function ConfigHistory({ session, product }: { session: Session; product:
                     <td>{who(e)}, <time dateTime={e.at}>{new Date(e.at).toLocaleString()}</time></td>
                     <td>{diffs[i]?.error ? diffs[i].error.message : summary(e, diffs[i]?.data)}</td>
                     <td>
-                      <ConfirmButton label="Roll back…" name={`Roll back to version ${e.version}`} question={`Write version ${e.version} again as a new change?`} confirmLabel="Roll back"
+                      <ConfirmButton destructive={false} label="Roll back…" name={`Roll back to version ${e.version}`} question={`Write version ${e.version} again as a new change?`} confirmLabel="Roll back"
                         onAsk={() => setDone(null)} pending={rollback.isPending} onConfirm={() => rollback.mutateAsync(e.version)} />
                     </td>
                   </tr>
@@ -122,7 +122,7 @@ export function ConfigHistory({ session, product }: { session: Session; product:
           )}
           <p>
             Before the first change the fleet had no values of its own: every setting took its schema&apos;s default.{' '}
-            <ConfirmButton label="Back to the defaults…" question="Clear the fleet's values, so that every setting takes its default again?" confirmLabel="Clear the fleet's values"
+            <ConfirmButton destructive={false} label="Back to the defaults…" question="Clear the fleet's values, so that every setting takes its default again?" confirmLabel="Clear the fleet's values"
               onAsk={() => setDone(null)} pending={reset.isPending} onConfirm={() => reset.mutateAsync()} />
           </p>
           <Compare session={session} product={product} entries={entries} />

@@ -89,7 +89,7 @@ export function ConfigSchema({ session, product }: { session: Session; product: 
             </div>
           )}
           {!isDefault && (
-            <ConfirmButton label="Restore the default schema…" question="Restore the default schema? Values of modules it does not have are kept aside, not deleted." confirmLabel="Restore the default"
+            <ConfirmButton destructive={false} label="Restore the default schema…" question="Restore the default schema? Values of modules it does not have are kept aside, not deleted." confirmLabel="Restore the default"
               onAsk={() => setDone(null)} pending={restore.isPending} onConfirm={() => restore.mutateAsync()} />
           )}
           {restore.error && <p role="alert" className="error">{restore.error.message}</p>}
