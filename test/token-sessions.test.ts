@@ -41,10 +41,17 @@ test('the console client gets a refresh token and renews its short token; other 
   assert.equal(next.json.expires_in, 900);
   assert.equal((await current(next.json.access_token)).status, 200);
   assert.equal((await renew(first.refresh_token)).json.error, 'invalid_grant', 'single use');
-  // Revoking the session's newest token ends the session: the token before it too.
-  assert.equal((await raw(`${server.url}/v1/access_tokens/current`, { method: 'DELETE', token: next.json.access_token })).status, 200);
-  assert.equal((await current(first.access_token)).status, 401);
-  assert.equal((await renew(next.json.refresh_token)).json.error, 'invalid_grant');
+  // Revoking an older token leaves the newer one: a client may revoke its previous token.
+  clock.advance(60_000);
+  const third = await renew(next.json.refresh_token);
+  assert.equal(third.status, 200, third.text);
+  assert.equal((await raw(`${server.url}/v1/access_tokens/${next.json.access_token}`, { method: 'DELETE' })).status, 200);
+  assert.equal((await current(next.json.access_token)).status, 401);
+  assert.equal((await current(third.json.access_token)).status, 200, 'the newer token lives on');
+  assert.equal((await current(first.access_token)).status, 401, 'the older one goes with it');
+  // Revoking the session's newest token ends the session.
+  assert.equal((await raw(`${server.url}/v1/access_tokens/current`, { method: 'DELETE', token: third.json.access_token })).status, 200);
+  assert.equal((await renew(third.json.refresh_token)).json.error, 'invalid_grant');
 });
 
 test('a temporary token acts for the account, expires with the session and is carried along by renewals, never revived', async () => {

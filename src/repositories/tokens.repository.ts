@@ -123,18 +123,24 @@ export function createTokensRepository(db: Db) {
       return rows[0] && toAccess(rows[0]);
     },
     /**
-     * Deletes an access token and the refresh tokens made with it; a session's own token takes
-     * its whole session with it (every access and refresh token of the session, temporary tokens
-     * included), a temporary token only itself. Several statements, so a transaction's. Returns
-     * the token and every deleted access token's hash.
+     * Deletes an access token and the refresh tokens made with it. A session's own token takes
+     * with it the session's tokens up to it (those it was renewed from) and the session's
+     * temporary tokens; a token renewed from it later lives on, so that revoking an old token
+     * never ends a newer one. A temporary token goes alone. Several statements, so a
+     * transaction's. Returns the token and every deleted access token's hash.
      */
     async deleteAccess(tokenHash: string, tx: Tx): Promise<{ record: AccessTokenRecord | undefined; gone: string[] }> {
       const rows = await tx.query<AccessRow>('DELETE FROM access_tokens WHERE token_hash = $1 RETURNING *', [tokenHash]);
-      await tx.query('DELETE FROM refresh_tokens WHERE access_token_hash = $1', [tokenHash]);
       const record = rows[0] && toAccess(rows[0]);
-      if (!record) return { record, gone: [] };
-      const gone = record.temporaryUntil === null ? await this.deleteSession(record.sessionId, tx) : [];
-      return { record, gone: [tokenHash, ...gone] };
+      let gone = [tokenHash];
+      if (record && record.temporaryUntil === null) {
+        const before = await tx.query<{ token_hash: string }>(
+          'DELETE FROM access_tokens WHERE session_id = $1 AND (temporary_until IS NOT NULL OR created_at <= $2::timestamptz) RETURNING token_hash',
+          [record.sessionId, iso(record.createdAt)]);
+        gone = [tokenHash, ...before.map((r) => r.token_hash)];
+      }
+      await tx.query('DELETE FROM refresh_tokens WHERE access_token_hash = ANY($1::text[])', [gone]);
+      return { record, gone: record ? gone : [] };
     },
     /** Deletes every access and refresh token of a session; returns the deleted access tokens' hashes. */
     async deleteSession(sessionId: string, tx: Tx): Promise<string[]> {

@@ -140,7 +140,7 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
     hash: (token: string) => secrets.sha256(token),
     /**
      * Revokes an access token and the refresh tokens made with it; a session's own token (not a
-     * temporary one) takes its whole session, the temporary tokens taken from it included.
+     * temporary one) takes the session's tokens up to it and its temporary tokens with it.
      */
     revoke: (tokenHash: string): Promise<AccessTokenRecord | undefined> => db.transaction(async (t) => {
       const { record, gone } = await repo.deleteAccess(tokenHash, t);
