@@ -121,7 +121,8 @@ describe('configuration and devices', { concurrency: true }, () => {
       const own = await raw(`${tested.server.url}/v1/products/${product.id}/config/${who.id}`, { token });
       assert.deepEqual(Object.keys(own.json.own), ['rgb'], 'only the module changed becomes the device’s own');
       await eventually(async () => ((await page.locator('#root_rgb_type__help').textContent()) === 'Set on this device.' ? true : undefined));
-      assert.match(await rowText(page, 'RGB LED'), /this device\s*In sync/);
+      // The delivery table and the notes come from two reads, refreshed each on its own.
+      await eventually(async () => (/this device\s*In sync/.test(await rowText(page, 'RGB LED')) ? true : undefined));
       assert.equal(await page.locator('#root_location_radius__help').textContent(), "From the schema's default.");
       assert.deepEqual(await seriousA11yViolations(page), [], 'a development device settings');
       assert.ok(await fitsPhoneWidth(page), 'a development device settings fit a phone');
