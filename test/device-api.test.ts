@@ -278,3 +278,29 @@ test('a connected device follows its owner at once: released, it no longer recei
     await dev.close();
   }
 });
+
+test('an event stream whose client left while its token was being checked leaves no timer behind', async () => {
+  // No token cache: each request reads its token from the store, so the client can be gone
+  // before the stream would start.
+  const uncached = await startTestServer({ env: { TOKEN_CACHE_SECONDS: '0' } });
+  try {
+    const { token } = await signUp(uncached.url);
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const { connect } = await import('node:net');
+    const { port } = new URL(uncached.url);
+    const before = timers();
+    await Promise.all(Array.from({ length: 20 }, () => new Promise<void>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write(`GET /v1/devices/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+        socket.destroy();
+        resolve();
+      });
+    })));
+    // Token reads queue in the store in order: once two later requests have read theirs, the
+    // twenty streams have read theirs and started, or not.
+    for (let i = 0; i < 2; i++) assert.equal((await raw(`${uncached.url}/v1/user`, { token, network: true })).status, 200);
+    assert.ok(timers() - before < 5, `timers before ${before}, after ${timers()}`);
+  } finally {
+    await uncached.close();
+  }
+});

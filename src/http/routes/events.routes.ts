@@ -48,6 +48,12 @@ export function eventStreams(app: FastifyInstance, events: EventService, keepali
   function stream(req: FastifyRequest, reply: FastifyReply, filter: EventFilter): void {
     reply.hijack();
     const res = reply.raw;
+    // A client that left while its token was being checked: its 'close' has come and gone, so
+    // nothing would ever stop the keep-alive timer of a stream started now.
+    if (req.raw.socket?.destroyed === true || res.destroyed) {
+      res.destroy();
+      return;
+    }
     // Headers the hooks set (CORS for a listed origin) go out with the stream's own.
     res.writeHead(200, {
       ...(reply.getHeaders() as Record<string, string | string[]>),
