@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Settings } from './config/settings.js';
 import { FailureLimiter } from './domain/failure-limiter.js';
 import { buildHttpApp } from './http/app.js';
+import { createMetrics } from './platform/metrics.js';
 import type { GatewayPorts } from './http/routes/gateway.routes.js';
 import { systemClock, type Clock } from './platform/clock.js';
 import { createSecrets, type Secrets } from './platform/secrets.js';
@@ -186,8 +187,12 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   // What the device gateway listens on, once it does; before that, what the settings ask for.
   const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);
   let gatewayPorts: GatewayPorts = { mqttPort: settings.mqttPort, wsPort: settings.mqttWsPort, tls: tlsOn };
+  // The gateway is made after the app (it logs through it); the gauge reads it when scraped.
+  const held: { gateway?: { readonly size: number } } = {};
+  const metrics = createMetrics({ devicesConnected: () => held.gateway?.size ?? 0 });
   const app = await buildHttpApp({
     settings,
+    metrics,
     gatewayPorts: () => gatewayPorts,
     ...services,
     version: VERSION,
@@ -216,6 +221,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       void presence.described(id).then(() => services.config.delivery.onHello(id, hashes)).catch((err) => app.log.warn({ err, device: id }, 'configuration sync failed'));
     },
   });
+  held.gateway = gateway;
   let listeners: { close(): Promise<void> } | undefined;
 
   // Expired tokens, MFA challenges and claim codes are swept every ten minutes; they are refused anyway.

@@ -29,6 +29,8 @@ export interface Settings {
   readonly deviceCallTimeoutSeconds: number;
   readonly eventsKeepaliveSeconds: number;
   readonly corsOrigins: readonly string[];
+  readonly metrics: 'off' | 'open' | 'token';
+  readonly metricsToken: string | undefined;
 }
 
 export class SettingsError extends Error {
@@ -141,6 +143,23 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     doc: 'Origins of browser apps allowed to call the REST API from their own pages (CORS), separated by commas, such as https://app.example.com. Empty (the default): none, and no CORS header at all; the console, served by the API itself, needs none.',
     parse: origins,
   },
+  {
+    key: 'metrics', env: 'METRICS', flag: '--metrics', default: 'off',
+    doc: 'GET /metrics, the node\'s Prometheus metrics (docs/operations.md, "Metrics"): off (no such route), open (anyone who reaches the port), or token (Authorization: Bearer METRICS_TOKEN).',
+    parse(raw, name) {
+      const v = raw.trim().toLowerCase();
+      if (v !== 'off' && v !== 'open' && v !== 'token') throw new SettingsError(`${name} must be off, open or token, got "${raw}"`);
+      return v;
+    },
+  },
+  {
+    key: 'metricsToken', env: 'METRICS_TOKEN', flag: '--metrics-token', default: undefined,
+    doc: 'The bearer token of GET /metrics with METRICS=token: at least 32 characters (for example `openssl rand -hex 32`).',
+    parse(raw, name) {
+      if (raw.length < 32) throw new SettingsError(`${name} must be at least 32 characters long`);
+      return raw;
+    },
+  },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];
 
@@ -161,6 +180,7 @@ export function loadSettings(env: Record<string, string | undefined>, argv: read
   }
   const unknown = [...flags.keys()];
   if (unknown.length > 0) throw new SettingsError(`unknown option ${unknown[0]} (see docs/configuration.md)`);
+  if (out.metrics === 'token' && out.metricsToken === undefined) throw new SettingsError('METRICS=token needs METRICS_TOKEN');
   return Object.freeze(out) as unknown as Settings;
 }
 

@@ -26,6 +26,8 @@ import { createGuard } from './auth.js';
 import { productScope } from './product-scope.js';
 import { frameworkError, installErrorHandling, requestIdOf, stampRequestId } from './error-handler.js';
 import { allowListedOrigins } from './cors.js';
+import { metricsRoutes } from './metrics.js';
+import type { Metrics } from '../platform/metrics.js';
 import { consoleBuilt, consolePage, consolePages } from './console.js';
 import { lazyChildLogger, loggerOptions } from './logging.js';
 import { ErrorBody } from './schemas.js';
@@ -55,6 +57,7 @@ export interface HttpDeps {
   events: EventService;
   config: Configuration;
   health(): Promise<string>;
+  metrics: Metrics;
   /** The device gateway's ports (known once it listens), for GET /v1/device_gateway. */
   gatewayPorts(): GatewayPorts;
   /** A pino logger options object, or false (tests). */
@@ -124,6 +127,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     }
   });
 
+  metricsRoutes(app, deps.metrics, deps.settings.metrics === 'token' ? { kind: 'token', token: deps.settings.metricsToken ?? '' } : { kind: deps.settings.metrics });
   const guard = createGuard(deps.tokens);
   healthRoutes(app, { check: deps.health });
   oauthRoutes(app, { oauth: deps.oauth, clients: deps.clients });

@@ -22,6 +22,7 @@ test('defaults', () => {
   assert.equal(s.shutdownGraceSeconds, 10);
   assert.equal(s.tokenCacheSeconds, 30);
   assert.deepEqual(s.corsOrigins, [], 'no origin may call across origins unless listed');
+  assert.equal(s.metrics, 'off');
   assert.ok(Object.isFrozen(s), 'settings are frozen');
   for (const spec of SETTINGS) assert.ok(spec.key in s, `${spec.env} has a value (or undefined) in the settings`);
 });
@@ -84,6 +85,9 @@ test('bad values stop with a SettingsError naming the setting', () => {
     [{ LOGIN_MAX_FAILURES: '0' }, [], /^LOGIN_MAX_FAILURES must be between/],
     [{ BODY_LIMIT_BYTES: '10' }, [], /^BODY_LIMIT_BYTES must be between/],
     [{ CORS_ORIGINS: '*' }, [], /^CORS_ORIGINS lists origins one by one/],
+    [{ METRICS: 'public' }, [], /^METRICS must be off, open or token, got "public"$/],
+    [{ METRICS: 'token' }, [], /^METRICS=token needs METRICS_TOKEN$/],
+    [{ METRICS: 'token', METRICS_TOKEN: 'short' }, [], /^METRICS_TOKEN must be at least 32 characters long$/],
     [{ CORS_ORIGINS: 'https://a.example.com/app' }, [], /^CORS_ORIGINS must be an origin alone/],
     [{ CORS_ORIGINS: 'app.example.com' }, [], /^CORS_ORIGINS must be a URL/],
     [{}, ['--port', 'x'], /^--port must be a whole number/],

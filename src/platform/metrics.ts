@@ -1,0 +1,29 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The node's Prometheus metrics (prom-client), in a registry of its own: a process may hold
+ * several nodes (the tests do), and each answers for itself. The Node.js process metrics
+ * (`nodejs_eventloop_lag_seconds`, memory, CPU, handles) come with prom-client's defaults.
+ */
+export interface Metrics {
+  readonly registry: Registry;
+  readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  readonly httpDuration: Histogram<'method' | 'route'>;
+}
+
+export function createMetrics(sources: { devicesConnected: () => number }): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  new Gauge({
+    name: 'skyport_devices_connected', help: 'Devices connected to this node now.', registers: [registry],
+    collect() { this.set(sources.devicesConnected()); },
+  });
+  return {
+    registry,
+    httpRequests: new Counter({ name: 'skyport_http_requests_total', help: 'HTTP requests answered, by route pattern and status.', labelNames: ['method', 'route', 'status'], registers: [registry] }),
+    httpDuration: new Histogram({
+      name: 'skyport_http_request_duration_seconds', help: 'Time to answer an HTTP request, by route pattern.', labelNames: ['method', 'route'], registers: [registry],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    }),
+  };
+}

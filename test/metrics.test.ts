@@ -1,0 +1,60 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { raw } from './helpers/http.js';
+import { newProduct, signUp } from './helpers/fixtures.js';
+import { fakeDevice, provision } from './helpers/device.js';
+
+/** GET /metrics (docs/operations.md, "Metrics"): off by default, open, or behind a bearer token. */
+const TOKEN = 'a-metrics-token-of-at-least-32-characters';
+let open: TestServer;
+let guarded: TestServer;
+let off: TestServer;
+before(async () => {
+  [open, guarded, off] = await Promise.all([
+    startTestServer({ env: { METRICS: 'open' } }),
+    startTestServer({ env: { METRICS: 'token', METRICS_TOKEN: TOKEN } }),
+    startTestServer(),
+  ]);
+});
+after(async () => {
+  await Promise.all([open.close(), guarded.close(), off.close()]);
+});
+
+const sample = (text: string, name: string, labels: string) =>
+  Number(text.split('\n').find((l) => l.startsWith(`${name}{`) && labels.split(',').every((p) => l.includes(p)))?.split(' ').pop());
+
+test('open: HTTP requests by route pattern and status, connected devices, the event-loop lag', async () => {
+  const { token } = await signUp(open.url);
+  const product = await newProduct(open.url, token);
+  const who = await provision(open.url, token, product.id);
+  await raw(`${open.url}/v1/devices/${who.id}`, { token });
+  await raw(`${open.url}/v1/devices/${'f'.repeat(24)}`, { token });
+  const device = await fakeDevice(open.mqttUrl, who);
+  try {
+    const r = await raw(`${open.url}/metrics`);
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') ?? '', /^text\/plain/);
+    // The route's pattern, never the device id of the path.
+    assert.equal(sample(r.text, 'skyport_http_requests_total', 'route="/v1/devices/:deviceId",status="200"'), 1);
+    assert.equal(sample(r.text, 'skyport_http_requests_total', 'route="/v1/devices/:deviceId",status="403"'), 1);
+    assert.ok(!r.text.includes(who.id), 'no device id in a label');
+    assert.match(r.text, /^skyport_devices_connected 1$/m);
+    assert.match(r.text, /^nodejs_eventloop_lag_seconds \d/m);
+    assert.match(r.text, /skyport_http_request_duration_seconds_bucket\{le="0.1",method="GET",route="\/v1\/devices\/:deviceId"\}/);
+  } finally {
+    await device.close();
+  }
+});
+
+test('token: no token 400, a wrong one 401, the right one 200; off: no such route', async () => {
+  const none = await raw(`${guarded.url}/metrics`);
+  assert.equal(none.status, 400);
+  const wrong = await raw(`${guarded.url}/metrics`, { token: 'x'.repeat(40) });
+  assert.equal(wrong.status, 401);
+  assert.equal(wrong.json.error, 'invalid_token');
+  const right = await raw(`${guarded.url}/metrics`, { token: TOKEN });
+  assert.equal(right.status, 200);
+  assert.match(right.text, /skyport_devices_connected/);
+  assert.equal((await raw(`${off.url}/metrics`)).status, 404);
+});
