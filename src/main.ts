@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Settings } from './config/settings.js';
 import { FailureLimiter } from './domain/failure-limiter.js';
 import { buildHttpApp } from './http/app.js';
-import { createMetrics } from './platform/metrics.js';
+import { createMetrics, type Metrics } from './platform/metrics.js';
 import type { GatewayPorts } from './http/routes/gateway.routes.js';
 import { systemClock, type Clock } from './platform/clock.js';
 import { createSecrets, type Secrets } from './platform/secrets.js';
@@ -110,7 +110,7 @@ export interface Skyport {
   close(): Promise<void>;
 }
 
-function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, deviceChanges: DeviceChanges, log: () => Log, seams: Seams) {
+function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics) {
   const limiter = new FailureLimiter(clock, {
     maxConsecutive: settings.loginMaxFailures,
     lockoutSeconds: settings.loginLockoutSeconds,
@@ -151,8 +151,8 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
   };
   const deviceAuth = createDeviceAuthenticator({ db, repo: devicesRepo, secrets });
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });
-  const oauth = createOAuthService({ tokens, accounts, mfa, customers: customers.directory, audit, clock, settings });
-  const deviceCalls = createDeviceCallService({ bus, callTimeoutSeconds: settings.deviceCallTimeoutSeconds });
+  const oauth = createOAuthService({ tokens, accounts, mfa, customers: customers.directory, audit, clock, settings, issued: (grant) => metrics.tokensIssued.inc({ grant }) });
+  const deviceCalls = createDeviceCallService({ bus, callTimeoutSeconds: settings.deviceCallTimeoutSeconds, observe: (kind, outcome, seconds) => metrics.deviceCommands.observe({ kind, outcome }, seconds) });
   const events = createEventService({ bus, clock });
   const config = createConfiguration({
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
@@ -183,13 +183,13 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   // Services log through the HTTP app's logger, which is built after them.
   const logs: { app?: Log } = {};
   const serviceLog = (): Log => logs.app ?? { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
-  const services = wireServices(settings, db, clock, secrets, bus, deviceChanges, serviceLog, options.seams ?? {});
-  // What the device gateway listens on, once it does; before that, what the settings ask for.
-  const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);
-  let gatewayPorts: GatewayPorts = { mqttPort: settings.mqttPort, wsPort: settings.mqttWsPort, tls: tlsOn };
   // The gateway is made after the app (it logs through it); the gauge reads it when scraped.
   const held: { gateway?: { readonly size: number } } = {};
   const metrics = createMetrics({ devicesConnected: () => held.gateway?.size ?? 0 });
+  const services = wireServices(settings, db, clock, secrets, bus, deviceChanges, serviceLog, options.seams ?? {}, metrics);
+  // What the device gateway listens on, once it does; before that, what the settings ask for.
+  const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);
+  let gatewayPorts: GatewayPorts = { mqttPort: settings.mqttPort, wsPort: settings.mqttWsPort, tls: tlsOn };
   const app = await buildHttpApp({
     settings,
     metrics,

@@ -42,9 +42,16 @@ test('open: HTTP requests by route pattern and status, connected devices, the ev
     assert.match(r.text, /^skyport_devices_connected 1$/m);
     assert.match(r.text, /^nodejs_eventloop_lag_seconds \d/m);
     assert.match(r.text, /skyport_http_request_duration_seconds_bucket\{le="0.1",method="GET",route="\/v1\/devices\/:deviceId"\}/);
+    // signUp logged in with the password grant.
+    assert.ok(sample(r.text, 'skyport_tokens_issued_total', 'grant="password"') >= 1, 'tokens issued by grant');
   } finally {
     await device.close();
   }
+  // A call to a device that is not connected: counted with its outcome and time.
+  const offline = await raw(`${open.url}/v1/devices/${who.id}/led`, { method: 'POST', token, json: { arg: 'on' } });
+  const after = (await raw(`${open.url}/metrics`)).text;
+  const outcome = offline.json.error as string;
+  assert.equal(sample(after, 'skyport_device_commands_seconds_count', `kind="call",outcome="${outcome}"`), 1, `${outcome} in\n${after.split('\n').filter((l) => l.includes('device_commands')).join('\n')}`);
 });
 
 test('token: no token 400, a wrong one 401, the right one 200; off: no such route', async () => {

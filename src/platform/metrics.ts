@@ -9,6 +9,8 @@ export interface Metrics {
   readonly registry: Registry;
   readonly httpRequests: Counter<'method' | 'route' | 'status'>;
   readonly httpDuration: Histogram<'method' | 'route'>;
+  readonly deviceCommands: Histogram<'kind' | 'outcome'>;
+  readonly tokensIssued: Counter<'grant'>;
 }
 
 export function createMetrics(sources: { devicesConnected: () => number }): Metrics {
@@ -25,5 +27,10 @@ export function createMetrics(sources: { devicesConnected: () => number }): Metr
       name: 'skyport_http_request_duration_seconds', help: 'Time to answer an HTTP request, by route pattern.', labelNames: ['method', 'route'], registers: [registry],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     }),
+    deviceCommands: new Histogram({
+      name: 'skyport_device_commands_seconds', help: 'Function calls, variable reads, pings and signals sent to devices, by outcome (ok, or the error code), and their time.',
+      labelNames: ['kind', 'outcome'], registers: [registry], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    }),
+    tokensIssued: new Counter({ name: 'skyport_tokens_issued_total', help: 'Access tokens issued by the token endpoint, by grant type.', labelNames: ['grant'], registers: [registry] }),
   };
 }

@@ -20,13 +20,26 @@ function checkName(kind: 'function' | 'variable', name: string): void {
  * docs/device-protocol.md). Which device a token reaches is decided before
  * (services/devices/access.ts: mustReach / inProduct); this only talks to the bus.
  */
-export function createDeviceCallService(deps: { bus: Bus; callTimeoutSeconds: number }) {
-  const { bus } = deps;
+export function createDeviceCallService(deps: {
+  bus: Bus;
+  callTimeoutSeconds: number;
+  /** Told of each command's outcome (`ok` or the error code) and its time: the node's metrics. */
+  observe?: (kind: DeviceCommand['kind'], outcome: string, seconds: number) => void;
+}) {
+  const { bus, observe } = deps;
 
   async function send(d: DeviceRecord, command: DeviceCommand, ms: number): Promise<unknown> {
-    const answer: DeviceAnswer = await bus.send(d.id, command, ms);
-    if (!answer.ok) throw new DomainError('device_error', answer.error.slice(0, 200) || 'The device refused');
-    return answer.value;
+    const started = performance.now();
+    const seen = (outcome: string) => observe?.(command.kind, outcome, (performance.now() - started) / 1000);
+    try {
+      const answer: DeviceAnswer = await bus.send(d.id, command, ms);
+      if (!answer.ok) throw new DomainError('device_error', answer.error.slice(0, 200) || 'The device refused');
+      seen('ok');
+      return answer.value;
+    } catch (err) {
+      seen(err instanceof DomainError ? err.code : 'error');
+      throw err;
+    }
   }
 
   return {

@@ -36,6 +36,8 @@ export interface GrantDeps {
   audit: AuditService;
   clock: Clock;
   settings: Settings;
+  /** Told of each token issued, by grant type: the node's metrics. */
+  issued?: (grant: string) => void;
 }
 
 /** The lifetime asked for (`expires_in`, `expires_at`), or the default one. */
@@ -56,6 +58,9 @@ export function createIssuer(deps: GrantDeps) {
       return tokens.issue({
         subject, clientId: client.id, scope, lifetime, withRefreshToken, responseScope,
         audit: { account: accountOf(subject), type: 'token.created', ip, details: { client_id: client.id, grant, expires_in: lifetime.expiresIn, scope } },
+      }).then((answer) => {
+        deps.issued?.(grant);
+        return answer;
       });
     },
   };
