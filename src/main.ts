@@ -208,6 +208,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const presence = createPresenceService({ repo: createPresenceRepository(db), clock, log, batchWindowMs: windowFor(db.kind), changed: (id) => services.devicesRepo.forget(id) });
   const gateway = createGateway({
     bus, presence, clock, secrets, log,
+    connectOutcome: (outcome) => metrics.deviceConnects.inc({ outcome }),
     // Failed device connects are limited per device and address, like client authentications.
     limiter: new FailureLimiter(clock, {
       maxConsecutive: settings.loginMaxFailures, lockoutSeconds: settings.loginLockoutSeconds,

@@ -40,6 +40,7 @@ test('open: HTTP requests by route pattern and status, connected devices, the ev
     assert.equal(sample(r.text, 'skyport_http_requests_total', 'route="/v1/devices/:deviceId",status="403"'), 1);
     assert.ok(!r.text.includes(who.id), 'no device id in a label');
     assert.match(r.text, /^skyport_devices_connected 1$/m);
+    assert.equal(sample(r.text, 'skyport_device_connects_total', 'outcome="accepted"'), 1);
     assert.match(r.text, /^nodejs_eventloop_lag_seconds \d/m);
     assert.match(r.text, /skyport_http_request_duration_seconds_bucket\{le="0.1",method="GET",route="\/v1\/devices\/:deviceId"\}/);
     // signUp logged in with the password grant.
@@ -47,6 +48,9 @@ test('open: HTTP requests by route pattern and status, connected devices, the ev
   } finally {
     await device.close();
   }
+  // A refused CONNECT: counted with why.
+  await assert.rejects(fakeDevice(open.mqttUrl, { id: who.id, secret: 'not-its-secret' }));
+  assert.equal(sample((await raw(`${open.url}/metrics`)).text, 'skyport_device_connects_total', 'outcome="credentials"'), 1);
   // A call to a device that is not connected: counted with its outcome and time.
   const offline = await raw(`${open.url}/v1/devices/${who.id}/led`, { method: 'POST', token, json: { arg: 'on' } });
   const after = (await raw(`${open.url}/metrics`)).text;

@@ -33,6 +33,7 @@ export interface GatewayContext {
   heard(id: string): void;
   /** The device reported what it holds of its configuration (a hash per module). */
   configHello(id: string, hashes: Record<string, string>): void;
+  connectOutcome(outcome: string): void;
   publishEvent(from: Session, event: { name: string; data: string | null; ttl: number; private: boolean }): void;
   attached(session: Session): void;
   detached(session: Session, reason: string): void;

@@ -24,6 +24,8 @@ export interface GatewayDeps {
   claim(deviceId: string, code: string): Promise<DeviceOwner>;
   /** A device reported the hashes of the configuration it holds (delivery answers with what differs). */
   configHello(deviceId: string, hashes: Record<string, string>): void;
+  /** Told of each CONNECT's outcome (`accepted`, or why it was refused): the node's metrics. */
+  connectOutcome?: (outcome: string) => void;
 }
 
 const ownerKey = (o: DeviceOwner) => `${o.kind}:${o.id}`;
@@ -85,6 +87,7 @@ export function createGateway(deps: GatewayDeps) {
     claim: (id, code) => deps.claim(id, code),
     heard: (id) => deps.presence.heard(id),
     configHello: (id, hashes) => deps.configHello(id, hashes),
+    connectOutcome: (outcome) => deps.connectOutcome?.(outcome),
     publishEvent(from, e) {
       const d = from.device as SessionDevice;
       deps.bus.publish({ ...e, published_at: deps.clock.now().toISOString(), coreid: d.id, owner: d.owner, productId: d.productId });

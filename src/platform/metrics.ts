@@ -11,6 +11,7 @@ export interface Metrics {
   readonly httpDuration: Histogram<'method' | 'route'>;
   readonly deviceCommands: Histogram<'kind' | 'outcome'>;
   readonly tokensIssued: Counter<'grant'>;
+  readonly deviceConnects: Counter<'outcome'>;
 }
 
 export function createMetrics(sources: { devicesConnected: () => number }): Metrics {
@@ -31,6 +32,7 @@ export function createMetrics(sources: { devicesConnected: () => number }): Metr
       name: 'skyport_device_commands_seconds', help: 'Function calls, variable reads, pings and signals sent to devices, by outcome (ok, or the error code), and their time.',
       labelNames: ['kind', 'outcome'], registers: [registry], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     }),
+    deviceConnects: new Counter({ name: 'skyport_device_connects_total', help: 'Device CONNECTs on this node: accepted, or why refused (credentials, banned, identifier, version, unavailable).', labelNames: ['outcome'], registers: [registry] }),
     tokensIssued: new Counter({ name: 'skyport_tokens_issued_total', help: 'Access tokens issued by the token endpoint, by grant type.', labelNames: ['grant'], registers: [registry] }),
   };
 }

@@ -73,11 +73,13 @@ async function accept(s: Session, packet: IConnectPacket): Promise<boolean> {
     ? { cmd: 'connack', sessionPresent: false, reasonCode: 0, properties: { maximumPacketSize: ctx.maxPacketBytes, retainAvailable: false, maximumQoS: 1 } }
     : { cmd: 'connack', sessionPresent: false, returnCode: 0 });
   ctx.attached(s);
+  ctx.connectOutcome('accepted');
   return true;
 }
 
 function refuse(s: Session, why: keyof typeof REFUSED): false {
   const code = REFUSED[why];
+  s.ctx.connectOutcome(why);
   send(s, s.version === 5 ? { cmd: 'connack', sessionPresent: false, reasonCode: code.v5 } : { cmd: 'connack', sessionPresent: false, returnCode: code.v4 });
   s.destroy();
   return false;
