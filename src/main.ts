@@ -185,7 +185,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const serviceLog = (): Log => logs.app ?? { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
   // The gateway is made after the app (it logs through it); the gauge reads it when scraped.
   const held: { gateway?: { readonly size: number } } = {};
-  const metrics = createMetrics({ devicesConnected: () => held.gateway?.size ?? 0 });
+  const metrics = createMetrics({ devicesConnected: () => held.gateway?.size ?? 0 }, { processMetrics: settings.metrics !== 'off' });
   const services = wireServices(settings, db, clock, secrets, bus, deviceChanges, serviceLog, options.seams ?? {}, metrics);
   // What the device gateway listens on, once it does; before that, what the settings ask for.
   const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);

@@ -1,8 +1,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
+import { basic, raw } from './helpers/http.js';
+import { newProduct, PASSWORD, signUp } from './helpers/fixtures.js';
 import { fakeDevice, provision } from './helpers/device.js';
 
 /** GET /metrics (docs/operations.md, "Metrics"): off by default, open, or behind a bearer token. */
@@ -68,4 +68,14 @@ test('token: no token 400, a wrong one 401, the right one 200; off: no such rout
   assert.equal(right.status, 200);
   assert.match(right.text, /skyport_devices_connected/);
   assert.equal((await raw(`${off.url}/metrics`)).status, 404);
+});
+
+test('a refresh of a token counts as issued, by its grant', async () => {
+  const { username } = await signUp(open.url);
+  const consoleClient = basic('skyport-console', 'skyport-console');
+  const first = await raw(`${open.url}/oauth/token`, { method: 'POST', headers: { authorization: consoleClient }, form: { grant_type: 'password', username, password: PASSWORD } });
+  const before = sample((await raw(`${open.url}/metrics`)).text, 'skyport_tokens_issued_total', 'grant="refresh_token"') || 0;
+  const next = await raw(`${open.url}/oauth/token`, { method: 'POST', headers: { authorization: consoleClient }, form: { grant_type: 'refresh_token', refresh_token: first.json.refresh_token } });
+  assert.equal(next.status, 200, next.text);
+  assert.equal(sample((await raw(`${open.url}/metrics`)).text, 'skyport_tokens_issued_total', 'grant="refresh_token"'), before + 1);
 });

@@ -100,9 +100,9 @@ const renewals = new Map<string, Promise<Session>>();
 export const hasExpired = (s: Session): boolean => s.expiresAt !== undefined && s.expiresAt <= Date.now();
 
 /**
- * Revokes what the console holds, its access and its refresh token (each takes the whole session
- * with it on the cloud, the temporary API tokens included); the session ends here whatever the
- * cloud answered.
+ * Revokes what the console holds, its access and its refresh token (the refresh token takes the
+ * whole session with it on the cloud, and either takes the temporary API tokens); the session
+ * ends here whatever the cloud answered.
  */
 export async function logOut(session: Session): Promise<void> {
   keep(null);

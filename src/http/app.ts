@@ -127,7 +127,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     }
   });
 
-  metricsRoutes(app, deps.metrics, deps.settings.metrics === 'token' ? { kind: 'token', token: deps.settings.metricsToken ?? '' } : { kind: deps.settings.metrics });
+  metricsRoutes(app, deps.metrics, deps.settings);
   const guard = createGuard(deps.tokens);
   healthRoutes(app, { check: deps.health });
   oauthRoutes(app, { oauth: deps.oauth, clients: deps.clients });

@@ -21,6 +21,19 @@ export function accessTokenOf(req: FastifyRequest): string {
   return found[0] as string;
 }
 
+/**
+ * Whether a request carries an access token (in any of the places above) and no client
+ * credentials (in any of the places below): a route that takes either tells them apart so.
+ */
+export function sendsAccessTokenOnly(req: FastifyRequest): boolean {
+  const header = req.headers.authorization;
+  if (typeof header === 'string' && /^basic\s/i.test(header)) return false;
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  if (body.client_id !== undefined || body.client_secret !== undefined) return false;
+  const query = (req.query ?? {}) as Record<string, unknown>;
+  return (typeof header === 'string' && /^bearer\s/i.test(header)) || query.access_token !== undefined || body.access_token !== undefined;
+}
+
 function asToken(value: unknown): string {
   if (typeof value !== 'string') throw new DomainError('invalid_request', 'access_token must be given once, as a string');
   return value;

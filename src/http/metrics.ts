@@ -1,35 +1,28 @@
 import type { FastifyInstance } from 'fastify';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { DomainError } from '../domain/errors.js';
+import type { Settings } from '../config/settings.js';
+import { sameDigest, sha256 } from '../platform/secrets.js';
 import type { Metrics } from '../platform/metrics.js';
-
-/** Who may read GET /metrics: nobody (the route does not exist), anyone, or a bearer token. */
-export type MetricsAccess = { kind: 'off' } | { kind: 'open' } | { kind: 'token'; token: string };
-
-const digest = (text: string) => createHash('sha256').update(text).digest();
+import { accessTokenOf } from './credentials.js';
 
 /**
  * Counts every HTTP request by its route pattern (never its path, which holds ids) and status,
  * and serves the node's metrics in Prometheus's text format at GET /metrics (docs/operations.md,
- * "Metrics"). The token is compared in constant time (digests of equal length).
+ * "Metrics"): with METRICS=off neither, open to anyone, or with METRICS=token only to a bearer of
+ * METRICS_TOKEN, whose digest is compared in constant time.
  */
-export function metricsRoutes(app: FastifyInstance, metrics: Metrics, access: MetricsAccess): void {
+export function metricsRoutes(app: FastifyInstance, metrics: Metrics, settings: Pick<Settings, 'metrics' | 'metricsToken'>): void {
   // Off, nothing is counted either: the hook would cost every request for no reader.
-  if (access.kind === 'off') return;
+  if (settings.metrics === 'off') return;
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
     metrics.httpRequests.inc({ method: req.method, route, status: String(reply.statusCode) });
     metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
     done();
   });
-  const wanted = access.kind === 'token' ? digest(access.token) : null;
+  const wanted = settings.metrics === 'token' ? sha256(settings.metricsToken ?? '') : null;
   app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
-    if (wanted) {
-      const header = req.headers.authorization ?? '';
-      const given = header.startsWith('Bearer ') ? header.slice(7) : '';
-      if (given === '') throw new DomainError('invalid_request', 'The access token was not found');
-      if (!timingSafeEqual(digest(given), wanted)) throw new DomainError('invalid_token', 'The metrics token is not this one');
-    }
+    if (wanted && !sameDigest(sha256(accessTokenOf(req)), wanted)) throw new DomainError('invalid_token', 'The metrics token is not this one');
     void reply.header('content-type', metrics.registry.contentType).header('cache-control', 'no-store');
     return metrics.registry.metrics();
   });

@@ -14,9 +14,10 @@ export interface Metrics {
   readonly deviceConnects: Counter<'outcome'>;
 }
 
-export function createMetrics(sources: { devicesConnected: () => number }): Metrics {
+export function createMetrics(sources: { devicesConnected: () => number }, options: { processMetrics: boolean }): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  // They watch the event loop and the garbage collector from start-up on: only for a reader.
+  if (options.processMetrics) collectDefaultMetrics({ register: registry });
   new Gauge({
     name: 'skyport_devices_connected', help: 'Devices connected to this node now.', registers: [registry],
     collect() { this.set(sources.devicesConnected()); },

@@ -41,6 +41,13 @@ export const sha256: (value: string) => string = oneShot
   ? (value) => oneShot('sha256', value, 'hex')
   : (value) => createHash('sha256').update(value, 'utf8').digest('hex');
 
+/** Whether two hex digests are the same, compared in constant time; an empty one matches nothing. */
+export function sameDigest(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
+}
+
 /**
  * `bytes` random bytes from the CSPRNG, as hex or base64url text. A randomBytes() call costs the
  * same whatever its size (OpenSSL's per-call overhead), as much as the rest of issuing a token
@@ -84,11 +91,7 @@ export function createSecrets(options: { fastPasswordHashing?: boolean } = {}): 
     },
     uuid: () => crypto.randomUUID(),
     sha256,
-    sameDigest(a, b) {
-      const x = Buffer.from(a, 'hex');
-      const y = Buffer.from(b, 'hex');
-      return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
-    },
+    sameDigest,
     hashPassword: (password) => argon2Hash(password, { ...params, algorithm: 2 }),
     async verifyPassword(hash, password) {
       const against = hash ?? (await (dummyHash ??= argon2Hash(randomBytes(20).toString('hex'), { ...params, algorithm: 2 })));

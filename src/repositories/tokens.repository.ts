@@ -73,11 +73,11 @@ function subjectWhere(s: Subject, first: number): { sql: string; params: string[
   return { sql: `subject_kind = 'customer' AND customer_id = $${first}`, params: [s.customerId] };
 }
 
-// Timestamps go as ISO 8601 text: pg formats a Date parameter field by field in local time,
-// which cost more than the rest of a token's parameters.
 /** A token's id in lists: the start of its SHA-256 digest (64 bits), never the token itself. */
 export const TOKEN_ID_LENGTH = 16;
 
+// Timestamps go as ISO 8601 text: pg formats a Date parameter field by field in local time,
+// which cost more than the rest of a token's parameters.
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
 export function createTokensRepository(db: Db) {
@@ -127,7 +127,8 @@ export function createTokensRepository(db: Db) {
      * with it the session's tokens up to it (those it was renewed from) and the session's
      * temporary tokens; a token renewed from it later lives on, so that revoking an old token
      * never ends a newer one. A temporary token goes alone. Several statements, so a
-     * transaction's. Returns the token and every deleted access token's hash.
+     * transaction's. Returns the token, if there was one, and the hashes to forget: the one
+     * asked for and every other deleted access token's.
      */
     async deleteAccess(tokenHash: string, tx: Tx): Promise<{ record: AccessTokenRecord | undefined; gone: string[] }> {
       const rows = await tx.query<AccessRow>('DELETE FROM access_tokens WHERE token_hash = $1 RETURNING *', [tokenHash]);
@@ -140,7 +141,7 @@ export function createTokensRepository(db: Db) {
         gone = [tokenHash, ...before.map((r) => r.token_hash)];
       }
       await tx.query('DELETE FROM refresh_tokens WHERE access_token_hash = ANY($1::text[])', [gone]);
-      return { record, gone: record ? gone : [] };
+      return { record, gone };
     },
     /** Deletes every access and refresh token of a session; returns the deleted access tokens' hashes. */
     async deleteSession(sessionId: string, tx: Tx): Promise<string[]> {

@@ -10,6 +10,9 @@ import type { Db, Tx } from '../storage/db.js';
 import type { AuditService } from './audit.service.js';
 import type { TokenService } from './tokens.service.js';
 
+/** The web console's own public client: the one public client whose tokens get a refresh token. */
+export const CONSOLE_CLIENT_ID = 'skyport-console';
+
 /**
  * The public clients that Particle's own tools send for the password grant
  * (docs/particle-compatibility.md#public-clients). Their secrets are published, so they
@@ -23,11 +26,8 @@ export const PUBLIC_CLIENTS: ReadonlyArray<{ id: string; secret: string; tool: s
   { id: 'user', secret: 'client_secret_here', tool: 'particle-cli 3.43 token create' },
   { id: 'particle', secret: 'particle', tool: 'Particle documentation examples' },
   { id: 'skyport-cli', secret: 'skyport-cli', tool: 'skyport CLI' },
-  { id: 'skyport-console', secret: 'skyport-console', tool: 'the web console' },
+  { id: CONSOLE_CLIENT_ID, secret: CONSOLE_CLIENT_ID, tool: 'the web console' },
 ];
-
-/** The web console's own public client: the one public client whose tokens get a refresh token. */
-export const CONSOLE_CLIENT_ID = 'skyport-console';
 
 /** An authenticated caller of the token endpoint. */
 export type AuthenticatedClient =

@@ -144,7 +144,7 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
      */
     revoke: (tokenHash: string): Promise<AccessTokenRecord | undefined> => db.transaction(async (t) => {
       const { record, gone } = await repo.deleteAccess(tokenHash, t);
-      forgetOnCommit(t, [tokenHash, ...gone]);
+      forgetOnCommit(t, gone);
       return record;
     }),
     /** Revokes a refresh token and the rest of its session (RFC 7009 §2.1: the access tokens of the same grant). */

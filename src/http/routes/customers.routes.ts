@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import type { ClientService } from '../../services/clients.service.js';
@@ -6,25 +6,12 @@ import type { CustomerService } from '../../services/customers.service.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
 import { productOf } from '../product-scope.js';
-import { clientCredentialsOf } from '../credentials.js';
+import { clientCredentialsOf, sendsAccessTokenOnly } from '../credentials.js';
 import { Flag, Pagination, Str, errorResponses } from '../schemas.js';
 
 const P = Type.Object({ productIdOrSlug: Str(100) });
 const CustomerView = Type.Object({ id: Type.String(), username: Type.String(), shadow: Type.Boolean(), created_at: Type.String(), devices: Type.Array(Type.String()) });
 
-/**
- * Whether a customer is created with an access token rather than client credentials: a token
- * and no client credentials at all. Client credentials win, so that a client library that also
- * sends its default Bearer header keeps the OAuth way (and its answer, a token).
- */
-function usesAccessToken(req: FastifyRequest): boolean {
-  const header = req.headers.authorization;
-  if (typeof header === 'string' && /^basic\s/i.test(header)) return false;
-  const body = (req.body ?? {}) as Record<string, unknown>;
-  if (body.client_id !== undefined || body.client_secret !== undefined) return false;
-  const query = (req.query ?? {}) as Record<string, unknown>;
-  return (typeof header === 'string' && /^bearer\s/i.test(header)) || query.access_token !== undefined || body.access_token !== undefined;
-}
 const PE = Type.Object({ productIdOrSlug: Str(100), email: Str(254) });
 
 /**
@@ -65,7 +52,9 @@ export function customerRoutes(scope: FastifyInstance, deps: { customers: Custom
       },
     },
   }, async (req, reply) => {
-    if (usesAccessToken(req)) {
+    // Client credentials win, so that a client library that also sends its default Bearer
+    // header keeps the OAuth way (and its answer, a token).
+    if (sendsAccessTokenOnly(req)) {
       await teamCreates(req);
       // The same 403 as every team route for a product the token may not manage.
       const product = await deps.products.access(authOf(req), req.params.productIdOrSlug);

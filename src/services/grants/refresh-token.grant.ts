@@ -28,6 +28,7 @@ export function refreshTokenGrant(deps: GrantDeps, issuer: Issuer): GrantHandler
     // The session lives on: so do the temporary tokens taken from it.
     await tokens.extendSession(used.sessionId, lifetime.expiresAt);
     await audit.record({ account: accountOf(used.subject), type: 'token.refreshed', ip, details: { client_id: client.id } });
+    deps.issued?.('refresh_token');
     return body;
   };
 }
