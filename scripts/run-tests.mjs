@@ -50,8 +50,10 @@ const files = find(join(OUT, 'test'))
 const under = (folder) => files.filter((f) => source(f).startsWith(join('test', folder) + '/'));
 const unit = under('unit');
 const programs = unitOnly ? [] : under('programs');
-const server = unitOnly ? [] : files.filter((f) => !unit.includes(f) && !programs.includes(f));
-if (unit.length + programs.length + server.length === 0) {
+// Several nodes on one PostgreSQL database and a nats-server of their own: the PostgreSQL pass only.
+const cluster = unitOnly ? [] : under('cluster');
+const server = unitOnly ? [] : files.filter((f) => !unit.includes(f) && !programs.includes(f) && !cluster.includes(f));
+if (unit.length + programs.length + server.length + cluster.length === 0) {
   console.error('no test files match');
   process.exit(1);
 }
@@ -59,7 +61,7 @@ if (unit.length + programs.length + server.length === 0) {
 const postgres = process.env.TEST_DATABASE_URL && !embeddedOnly && !unitOnly ? process.env.TEST_DATABASE_URL : undefined;
 const scratch = mkdtempSync(join(tmpdir(), 'skyport-tests-'));
 let templates = {};
-if (server.length + programs.length > 0) {
+if (server.length + programs.length + cluster.length > 0) {
   const made = spawnSync(process.execPath, [join(OUT, 'test/helpers/templates.js'), 'make', scratch, ...(postgres ? [postgres] : [])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (made.status !== 0) {
     console.error('could not make the stores\' templates');
@@ -96,7 +98,7 @@ function pass(name, list, env, live) {
 const passes = [];
 if (postgres) {
   passes.push(pass('store: embedded', [...unit, ...server], { TEST_STORE: 'embedded' }, true));
-  if (server.length + programs.length > 0) passes.push(pass('store: postgres', [...server, ...programs], { TEST_STORE: 'postgres' }, false));
+  if (server.length + programs.length + cluster.length > 0) passes.push(pass('store: postgres', [...server, ...programs, ...cluster], { TEST_STORE: 'postgres' }, false));
 } else {
   passes.push(pass(server.length + programs.length > 0 ? 'store: embedded' : 'unit', [...unit, ...server, ...programs], { TEST_STORE: 'embedded' }, true));
 }

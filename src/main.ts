@@ -43,6 +43,7 @@ import { migrate } from './storage/migrate.js';
 import { openPostgres } from './storage/postgres.js';
 import type { Bus } from './bus/bus.js';
 import { createInProcessBus } from './bus/in-process.js';
+import { createNatsBus } from './bus/nats.js';
 import { createGateway, type Gateway } from './gateway/gateway.js';
 import { listenGateway } from './gateway/listeners.js';
 import { createPresenceRepository } from './repositories/presence.repository.js';
@@ -172,7 +173,17 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const clock = options.clock ?? systemClock;
   const secrets = options.secrets ?? createSecrets();
   const db = options.db ?? (await openStorage(settings));
-  const bus = options.bus ?? createInProcessBus();
+  // Services log through the HTTP app's logger, which is built after them.
+  const logs: { app?: Log } = {};
+  const serviceLog = (): Log => logs.app ?? { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
+  // One node: everything in this process. A cluster: nodes reach each other through NATS.
+  let bus: Bus;
+  try {
+    bus = options.bus ?? (settings.natsUrl ? await createNatsBus({ servers: settings.natsUrl, log: serviceLog, ...(settings.nodeId ? { nodeId: settings.nodeId } : {}) }) : createInProcessBus(clock));
+  } catch (err) {
+    if (!options.db) await db.close();
+    throw err;
+  }
   // Ownership and product changes made through the API reach the connections of the devices once
   // they have committed, with the committed scope, so that events follow it at once (the gateway
   // is built after the services).
@@ -180,9 +191,6 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     moved: (devices) => { for (const d of devices) gateway.rescope(d.id, { owner: d.owner, productId: d.productId }); },
     released: (owner) => gateway.releaseOwner(owner),
   };
-  // Services log through the HTTP app's logger, which is built after them.
-  const logs: { app?: Log } = {};
-  const serviceLog = (): Log => logs.app ?? { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
   // The gateway is made after the app (it logs through it); the gauge reads it when scraped.
   const held: { gateway?: { readonly size: number } } = {};
   const metrics = createMetrics({ devicesConnected: () => held.gateway?.size ?? 0 }, { processMetrics: settings.metrics !== 'off' });
@@ -242,7 +250,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     async listen(overrides = {}) {
       const host = overrides.host ?? settings.host;
       // One node holds every connection, so whatever the store says, no device is online yet.
-      if (!options.bus) await presence.markAllOffline();
+      if (!options.bus && !settings.natsUrl) await presence.markAllOffline();
       await app.listen({ host, port: overrides.port ?? settings.port });
       const tls = settings.mqttTlsCert && settings.mqttTlsKey ? { certFile: settings.mqttTlsCert, keyFile: settings.mqttTlsKey } : undefined;
       try {

@@ -1,4 +1,5 @@
 import type { DeviceOwner } from '../repositories/devices.repository.js';
+import type { SharedTables } from './shared.js';
 
 /**
  * The bus: how an API node reaches the gateway node that holds a device's connection, and how
@@ -14,7 +15,13 @@ export type DeviceCommand =
   | { kind: 'signal'; on: boolean }
   | { kind: 'ping' }
   /** One configuration module; the answer's value is the device's status (0, or a negative code). */
-  | { kind: 'config'; module: string; value: Record<string, unknown>; hash: string };
+  | { kind: 'config'; module: string; value: Record<string, unknown>; hash: string }
+  /**
+   * Not for the device: its gateway node brings it up to date with what is committed, in the
+   * device's turn (services/config/delivery.ts), and answers each module's outcome. `modules`
+   * are those a write of the device's own values set, which the answer reports on.
+   */
+  | { kind: 'sync'; productId: number; modules: string[] };
 
 /** A device's answer: a value (return_value, variable result, true) or the device's own error. */
 export type DeviceAnswer = { ok: true; value: unknown } | { ok: false; error: string };
@@ -40,15 +47,34 @@ export interface CloudEvent {
 }
 
 export interface Bus {
-  /** Sends a command to the device wherever it is connected; rejects `device_offline` or `device_timeout`. */
+  /** This node's name in the cluster (`local` for the in-process bus). */
+  readonly nodeId: string;
+  /**
+   * Sends a command to the device wherever it is connected; rejects `device_offline`,
+   * `device_timeout`, or `service_unavailable` when the bus itself is down.
+   */
   send(deviceId: string, command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer>;
-  /** A gateway takes a device's connection; returns the release. A later hold replaces an earlier one. */
-  hold(deviceId: string, handler: DeviceHandler): () => void;
+  /**
+   * A gateway takes a device's connection; returns the release. A later hold replaces an earlier
+   * one; when the later one is on another node, `evicted` is called here (the session was taken
+   * over: MQTT 3.1.1 §3.1.4), and the earlier holder closes its connection.
+   */
+  hold(deviceId: string, handler: DeviceHandler, evicted?: () => void): () => void;
   /** Whether some gateway holds the device now. */
   isConnected(deviceId: string): Promise<boolean>;
   /** Publishes an event to every subscriber (streams, gateways). */
   publish(event: CloudEvent): void;
   /** Receives every event; returns the unsubscribe. Subscribers filter by scope themselves. */
   subscribe(listener: (event: CloudEvent) => void): () => void;
+  /**
+   * Node-to-node notices (cache invalidations, fleet configuration writes): every node's
+   * listeners of the topic receive each notice once, the sender's own included.
+   */
+  notify(topic: string, payload: unknown): void;
+  listen(topic: string, listener: (payload: unknown) => void): () => void;
+  /** Tables shared by every node (counters, leases); on one node they live in memory. */
+  readonly shared: SharedTables;
+  /** Whether the bus reaches the other nodes now (always, in-process). */
+  state(): 'up' | 'down';
   close(): Promise<void>;
 }

@@ -1,17 +1,35 @@
 import { DomainError } from '../domain/errors.js';
+import { systemClock, type Clock } from '../platform/clock.js';
 import type { Bus, CloudEvent, DeviceHandler } from './bus.js';
+import { memoryTables } from './shared.js';
+
+/** Calls each listener; one failing listener must not stop delivery to the others. */
+export function fanOutTo<T>(listeners: Iterable<(value: T) => void>, value: T): void {
+  for (const listener of listeners) {
+    try {
+      listener(value);
+    } catch {
+      // Listeners log their own failures.
+    }
+  }
+}
 
 /** The single-process bus: the API and the gateway share a table of connected devices. */
-export function createInProcessBus(): Bus {
+export function createInProcessBus(clock: Clock = systemClock): Bus {
   const held = new Map<string, DeviceHandler>();
   const listeners = new Set<(event: CloudEvent) => void>();
+  const topics = new Map<string, Set<(payload: unknown) => void>>();
 
   return {
+    nodeId: 'local',
+    shared: memoryTables(clock),
+    state: () => 'up',
     async send(deviceId, command, timeoutMs) {
       const handler = held.get(deviceId);
       if (!handler) throw new DomainError('device_offline', 'The device is not connected to the cloud');
       return handler(command, timeoutMs);
     },
+    // The gateway replaces an older connection of the device itself: nothing to evict here.
     hold(deviceId, handler) {
       held.set(deviceId, handler);
       return () => {
@@ -19,22 +37,21 @@ export function createInProcessBus(): Bus {
       };
     },
     isConnected: async (deviceId) => held.has(deviceId),
-    publish(event) {
-      for (const listener of listeners) {
-        try {
-          listener(event);
-        } catch {
-          // One failing subscriber must not stop delivery to the others.
-        }
-      }
-    },
+    publish: (event) => fanOutTo(listeners, event),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    notify: (topic, payload) => fanOutTo(topics.get(topic) ?? [], payload),
+    listen(topic, listener) {
+      const set = topics.get(topic) ?? new Set();
+      topics.set(topic, set.add(listener));
+      return () => set.delete(listener);
+    },
     async close() {
       held.clear();
       listeners.clear();
+      topics.clear();
     },
   };
 }

@@ -31,6 +31,10 @@ export interface Settings {
   readonly corsOrigins: readonly string[];
   readonly metrics: 'off' | 'open' | 'token';
   readonly metricsToken: string | undefined;
+  readonly natsUrl: string | undefined;
+  readonly role: 'all' | 'api' | 'gateway';
+  readonly nodeId: string | undefined;
+  readonly nodeLeaseSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -160,6 +164,35 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
       return raw;
     },
   },
+  {
+    key: 'natsUrl', env: 'NATS_URL', flag: '--nats-url', default: undefined,
+    doc: 'Cluster mode (docs/operations.md, "Cluster mode"): the NATS server or servers, separated by commas (nats://10.0.0.5:4222,nats://10.0.0.6:4222), through which nodes reach each other. Needs DATABASE_URL. Unset (the default): one node, with everything in its own process.',
+    parse(raw, name) {
+      for (const server of raw.split(',')) {
+        const s = server.trim();
+        if (!/^(nats|tls):\/\/[^\s/]+(:\d+)?\/?$/.test(s) && !/^[^\s/:]+:\d+$/.test(s)) throw new SettingsError(`${name} must be nats://host:port servers separated by commas, got "${s}"`);
+      }
+      return raw;
+    },
+  },
+  {
+    key: 'role', env: 'ROLE', flag: '--role', default: 'all',
+    doc: 'What this node does in a cluster: all (the REST API and the device gateway), api (the REST API and event streams only) or gateway (device connections only; its HTTP port serves /healthz and /metrics). api and gateway need NATS_URL.',
+    parse(raw, name) {
+      const v = raw.trim().toLowerCase();
+      if (v !== 'all' && v !== 'api' && v !== 'gateway') throw new SettingsError(`${name} must be all, api or gateway, got "${raw}"`);
+      return v;
+    },
+  },
+  {
+    key: 'nodeId', env: 'NODE_ID', flag: '--node-id', default: undefined,
+    doc: 'This node\'s name in the cluster, in logs, metrics and GET /healthz: letters, digits and dashes. Unset: the host name and a random suffix, new at each start.',
+    parse(raw, name) {
+      if (!/^[A-Za-z0-9-]{1,40}$/.test(raw)) throw new SettingsError(`${name} must be 1-40 letters, digits or dashes`);
+      return raw;
+    },
+  },
+  { key: 'nodeLeaseSeconds', env: 'NODE_LEASE_SECONDS', flag: '--node-lease-seconds', default: '15', doc: 'Cluster mode: a node that stops renewing its lease for this long is taken for dead, and its devices are marked offline (docs/operations.md, "Cluster mode").', parse: integer(3, 300) },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];
 
@@ -181,6 +214,9 @@ export function loadSettings(env: Record<string, string | undefined>, argv: read
   const unknown = [...flags.keys()];
   if (unknown.length > 0) throw new SettingsError(`unknown option ${unknown[0]} (see docs/configuration.md)`);
   if (out.metrics === 'token' && out.metricsToken === undefined) throw new SettingsError('METRICS=token needs METRICS_TOKEN');
+  // The embedded store lives in one process's folder: no other node can share it.
+  if (out.natsUrl !== undefined && out.databaseUrl === undefined) throw new SettingsError('NATS_URL (cluster mode) needs DATABASE_URL: the embedded store serves one node only');
+  if (out.role !== 'all' && out.natsUrl === undefined) throw new SettingsError(`--role ${String(out.role)} needs NATS_URL: without a cluster, one node does everything (--role all)`);
   return Object.freeze(out) as unknown as Settings;
 }
 

@@ -20,7 +20,7 @@ const requestTopic = (deviceId: string, command: Request) => cloudTopic(deviceId
  * "Configuration", "Signal", "Ping"): calls, reads and configuration wait for the device's
  * answer under a correlation id (calls.ts).
  */
-export async function serve(s: Session, command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer> {
+export async function serve(s: Session, command: Exclude<DeviceCommand, { kind: 'sync' }>, timeoutMs: number): Promise<DeviceAnswer> {
   if (s.state !== 'connected' || !s.device) throw new DomainError('device_offline', 'The device is not connected to the cloud');
   if (command.kind === 'ping') return { ok: true, value: true };
   if (command.kind === 'signal') {

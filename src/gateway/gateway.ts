@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { Log } from '../platform/log.js';
-import type { Bus, CloudEvent } from '../bus/bus.js';
+import type { Bus, CloudEvent, DeviceAnswer, DeviceCommand } from '../bus/bus.js';
+import { DomainError } from '../domain/errors.js';
 import type { FailureLimiter } from '../domain/failure-limiter.js';
 import type { DeviceOwner, DeviceRecord } from '../repositories/devices.repository.js';
 import type { PresenceService } from '../services/presence.service.js';
@@ -24,6 +25,8 @@ export interface GatewayDeps {
   claim(deviceId: string, code: string): Promise<DeviceOwner>;
   /** A device reported the hashes of the configuration it holds (delivery answers with what differs). */
   configHello(deviceId: string, hashes: Record<string, string>): void;
+  /** Brings a device held here up to date with its committed configuration (the bus's `sync`). */
+  configSync?(deviceId: string, productId: number, modules: string[]): Promise<DeviceAnswer>;
   /** Told of each CONNECT's outcome (`accepted`, or why it was refused): the node's metrics. */
   connectOutcome?: (outcome: string) => void;
 }
@@ -98,7 +101,13 @@ export function createGateway(deps: GatewayDeps) {
       if (older && older !== conn) older.replace();
       byDevice.set(d.id, conn);
       indexScope(conn, true);
-      releases.set(conn, deps.bus.hold(d.id, (command, timeoutMs) => serve(conn, command, timeoutMs)));
+      const served = (command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer> => {
+        if (command.kind !== 'sync') return serve(conn, command, timeoutMs);
+        if (!deps.configSync) return Promise.reject(new DomainError('device_offline', 'The device is not connected to the cloud'));
+        return deps.configSync(d.id, command.productId, command.modules);
+      };
+      // Taken over by a connection of the device on another node: this one closes, the device stays online.
+      releases.set(conn, deps.bus.hold(d.id, served, () => conn.replace()));
       deps.presence.connected(d.id, conn.ip);
       deps.bus.publish(statusEvent(d, 'online'));
     },
@@ -109,9 +118,10 @@ export function createGateway(deps: GatewayDeps) {
       indexScope(conn, false);
       releases.get(conn)?.();
       releases.delete(conn);
-      // A replaced connection hands over to the newer one: the device stays online.
+      // A replaced connection hands over to the newer one, here or on another node: the device stays online.
       if (byDevice.get(d.id) !== conn) return;
       byDevice.delete(d.id);
+      if (conn.replaced) return;
       deps.log().debug({ device: d.id, reason }, 'device disconnected');
       deps.presence.disconnected(d.id);
       deps.bus.publish(statusEvent(d, 'offline'));

@@ -1,0 +1,250 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { connect, NoRespondersError, RequestError, TimeoutError, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { Kvm, type KV } from '@nats-io/kv';
+import { DomainError, isDomainError, type ErrorCode } from '../domain/errors.js';
+import type { Log } from '../platform/log.js';
+import type { Bus, CloudEvent, DeviceAnswer, DeviceCommand, DeviceHandler } from './bus.js';
+import { fanOutTo } from './in-process.js';
+import type { SharedTable, SharedTables } from './shared.js';
+
+/**
+ * The bus of a cluster, on NATS (docs/architecture.md, "Cluster mode"). Subjects, under a
+ * prefix (`skyport` unless set):
+ * - `<p>.device.<id>`: request/reply to the node that holds the device's connection. Its gateway
+ *   subscribes while it holds the device; a request nobody holds is answered at once by NATS's
+ *   "no responders" status, which is `device_offline`.
+ * - `<p>.takeover.<id>`: a node that took a device's connection tells the others, and the node
+ *   that held it before closes its connection (the session was taken over).
+ * - `<p>.events`: every event, to every node; each node hands it to its own streams and devices.
+ * - `<p>.notice.<topic>`: node-to-node notices (cache invalidations, fleet configuration writes).
+ * Shared tables are JetStream key-value buckets `<p>_<name>` whose entries expire.
+ */
+export interface NatsBusOptions {
+  /** One or several servers, separated by commas (nats://host:4222). */
+  servers: string;
+  /** Keeps several clusters apart on one NATS (tests); `skyport` by default. */
+  prefix?: string;
+  nodeId?: string;
+  log: () => Log;
+}
+
+interface WireCommand { command: DeviceCommand; timeoutMs: number }
+type WireAnswer = DeviceAnswer | { fail: ErrorCode; message: string };
+
+/** How much longer than the device's own timeout a request may take on the way (two hops over NATS). */
+const TRANSIT_MS = 2_000;
+const encode = (value: unknown) => JSON.stringify(value);
+const decode = (data: Uint8Array): unknown => JSON.parse(Buffer.from(data).toString('utf8'));
+
+export const newNodeId = () => `${hostname().replace(/[^A-Za-z0-9-]/g, '').slice(0, 20) || 'node'}-${randomBytes(3).toString('hex')}`;
+
+export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
+  const prefix = options.prefix ?? 'skyport';
+  const nodeId = options.nodeId ?? newNodeId();
+  const nc: NatsConnection = await connect({
+    servers: options.servers.split(',').map((s) => s.trim()).filter(Boolean),
+    name: `skyport ${nodeId}`,
+    // Reconnect for ever: a node keeps serving what it can while NATS is away (GET /healthz says so).
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    waitOnFirstConnect: false,
+  });
+  let up = true;
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') {
+        up = false;
+        options.log().warn({ server: status.server }, 'NATS connection lost; reconnecting');
+      } else if (status.type === 'reconnect') {
+        up = true;
+        options.log().info({ server: status.server }, 'NATS connection back');
+      }
+    }
+  })();
+  const unavailable = () => new DomainError('service_unavailable', 'The cluster bus (NATS) is unreachable; retry shortly');
+
+  const listeners = new Set<(event: CloudEvent) => void>();
+  const topics = new Map<string, Set<(payload: unknown) => void>>();
+  const subscriptions: Subscription[] = [];
+  const received = (what: string, work: () => void) => {
+    try {
+      work();
+    } catch (err) {
+      options.log().warn({ err }, `bus: bad ${what} ignored`);
+    }
+  };
+  subscriptions.push(nc.subscribe(`${prefix}.events`, { callback: (err, msg) => { if (!err) received('event', () => fanOutTo(listeners, decode(msg.data) as CloudEvent)); } }));
+  subscriptions.push(nc.subscribe(`${prefix}.notice.>`, {
+    callback: (err, msg) => {
+      if (err) return;
+      const topic = msg.subject.slice(prefix.length + '.notice.'.length);
+      received('notice', () => fanOutTo(topics.get(topic) ?? [], decode(msg.data)));
+    },
+  }));
+
+  // Devices held here: the subscription serving each, when it was taken, and what to do when another node takes it over.
+  const held = new Map<string, { sub: Subscription; since: number; evicted?: (() => void) | undefined }>();
+  subscriptions.push(nc.subscribe(`${prefix}.takeover.*`, {
+    callback: (err, msg) => {
+      if (err) return;
+      received('take-over', () => {
+        const { node, at } = decode(msg.data) as { node: string; at: number };
+        const deviceId = msg.subject.slice(prefix.length + '.takeover.'.length);
+        const mine = held.get(deviceId);
+        // Only a hold taken before the other node's: a device that came back here since stays.
+        if (node !== nodeId && mine && mine.since <= at) mine.evicted?.();
+      });
+    },
+  }));
+
+  const tables = new Map<string, Promise<SharedTable>>();
+  const kvm = new Kvm(nc);
+
+  async function send(deviceId: string, command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer> {
+      if (!up) throw unavailable();
+      let reply;
+      try {
+        reply = await nc.request(`${prefix}.device.${deviceId}`, encode({ command, timeoutMs } satisfies WireCommand), { timeout: timeoutMs + TRANSIT_MS });
+      } catch (err) {
+        if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) throw new DomainError('device_offline', 'The device is not connected to the cloud');
+        // The holding node died or NATS dropped the request on the way: the device did not answer in time.
+        if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError)) throw new DomainError('device_timeout', 'The device did not answer in time');
+        throw unavailable();
+      }
+      const answer = decode(reply.data) as WireAnswer;
+      if ('fail' in answer) throw new DomainError(answer.fail, answer.message);
+      return answer;
+  }
+
+  return {
+    nodeId,
+    state: () => (up && !nc.isClosed() ? 'up' : 'down'),
+    send,
+
+    hold(deviceId, handler: DeviceHandler, evicted) {
+      const sub = nc.subscribe(`${prefix}.device.${deviceId}`, {
+        callback: (err, msg) => {
+          if (err) return;
+          let wire: WireCommand;
+          try {
+            wire = decode(msg.data) as WireCommand;
+          } catch {
+            return;
+          }
+          handler(wire.command, wire.timeoutMs).then(
+            (answer) => msg.respond(encode(answer)),
+            (err2: unknown) => msg.respond(encode(isDomainError(err2) ? { fail: err2.code, message: err2.message } : { fail: 'server_error', message: 'The device command failed' })),
+          );
+        },
+      });
+      const since = Date.now();
+      const entry = { sub, since, evicted };
+      held.set(deviceId, entry);
+      nc.publish(`${prefix}.takeover.${deviceId}`, encode({ node: nodeId, at: since }));
+      return () => {
+        sub.unsubscribe();
+        if (held.get(deviceId) === entry) held.delete(deviceId);
+      };
+    },
+
+    async isConnected(deviceId) {
+      if (held.has(deviceId)) return true;
+      try {
+        await send(deviceId, { kind: 'ping' }, 2_000);
+        return true;
+      } catch (err) {
+        if (isDomainError(err) && err.code === 'device_offline') return false;
+        throw err;
+      }
+    },
+
+    publish(event) {
+      nc.publish(`${prefix}.events`, encode(event));
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    notify(topic, payload) {
+      nc.publish(`${prefix}.notice.${topic}`, encode(payload));
+    },
+    listen(topic, listener) {
+      const set = topics.get(topic) ?? new Set();
+      topics.set(topic, set.add(listener));
+      return () => set.delete(listener);
+    },
+
+    shared: {
+      table(name, ttlMs) {
+        let table = tables.get(name);
+        if (!table) {
+          table = openTable(kvm, `${prefix}_${name}`, ttlMs);
+          // A failed open is tried again next time (NATS may be back).
+          table.catch(() => tables.delete(name));
+          tables.set(name, table);
+        }
+        return table;
+      },
+    } satisfies SharedTables,
+
+    async close() {
+      for (const { sub } of held.values()) sub.unsubscribe();
+      held.clear();
+      listeners.clear();
+      topics.clear();
+      try {
+        await nc.drain();
+      } catch {
+        await nc.close();
+      }
+    },
+  };
+}
+
+/** Keys of a bucket are limited to letters, digits and `-_=./`: others are stored base64url-encoded. */
+const SAFE_KEY = /^[A-Za-z0-9_-]+$/;
+const toKey = (key: string) => (SAFE_KEY.test(key) ? `k.${key}` : `b.${Buffer.from(key).toString('base64url')}`);
+const fromKey = (stored: string) => (stored.startsWith('b.') ? Buffer.from(stored.slice(2), 'base64url').toString() : stored.slice(2));
+
+/** A wrong revision on update, or an existing key on create: JetStream's "wrong last sequence". */
+const WRONG_LAST_SEQUENCE = 10071;
+
+async function openTable(kvm: Kvm, bucket: string, ttlMs: number): Promise<SharedTable> {
+  let kv: KV;
+  try {
+    kv = await kvm.create(bucket, { ttl: ttlMs, history: 1 });
+  } catch {
+    // Made before with other settings (another version's lifetime): use it as it is.
+    kv = await kvm.open(bucket);
+  }
+  const lost = (err: unknown) => (err as { code?: number }).code === WRONG_LAST_SEQUENCE || /wrong last sequence|key exists/i.test(String((err as Error).message));
+  return {
+    async get(key) {
+      const e = await kv.get(toKey(key));
+      if (!e || e.operation !== 'PUT') return null;
+      return { value: e.string(), revision: e.revision };
+    },
+    async swap(key, value, revision) {
+      try {
+        if (revision === null) await kv.create(toKey(key), value);
+        else await kv.update(toKey(key), value, revision);
+        return true;
+      } catch (err) {
+        if (lost(err)) return false;
+        throw err;
+      }
+    },
+    async put(key, value) {
+      await kv.put(toKey(key), value);
+    },
+    async delete(key) {
+      await kv.delete(toKey(key));
+    },
+    async keys() {
+      const out: string[] = [];
+      for await (const k of await kv.keys()) out.push(fromKey(k));
+      return out;
+    },
+  };
+}
