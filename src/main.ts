@@ -277,7 +277,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       clearInterval(sweep);
       // Stop taking connections, disconnect the devices (which lets the listeners finish closing).
       const stopped = listeners?.close();
-      await gateway.close();
+      await gateway.close(settings.shutdownGraceSeconds * 1000);
       await stopped;
       await app.close();
       await bus.close();

@@ -50,6 +50,14 @@ export function createGateway(deps: GatewayDeps) {
   const byProduct = new Map<number, Set<Session>>();
   const releases = new Map<Session, () => void>();
   let closing = false;
+  /** Commands being served, which a draining node lets finish before it disconnects its devices. */
+  const inFlight = new Set<Promise<unknown>>();
+  const track = <T>(p: Promise<T>): Promise<T> => {
+    const settled = p.then(() => undefined, () => undefined);
+    inFlight.add(settled);
+    void settled.then(() => inFlight.delete(settled));
+    return p;
+  };
 
   const index = <K>(map: Map<K, Set<Session>>, key: K, conn: Session, add: boolean) => {
     const set = map.get(key);
@@ -102,9 +110,9 @@ export function createGateway(deps: GatewayDeps) {
       byDevice.set(d.id, conn);
       indexScope(conn, true);
       const served = (command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer> => {
-        if (command.kind !== 'sync') return serve(conn, command, timeoutMs);
+        if (command.kind !== 'sync') return track(serve(conn, command, timeoutMs));
         if (!deps.configSync) return Promise.reject(new DomainError('device_offline', 'The device is not connected to the cloud'));
-        return deps.configSync(d.id, command.productId, command.modules);
+        return track(deps.configSync(d.id, command.productId, command.modules));
       };
       // Taken over by a connection of the device on another node: this one closes, the device stays online.
       releases.set(conn, deps.bus.hold(d.id, served, () => conn.replace()));
@@ -197,9 +205,21 @@ export function createGateway(deps: GatewayDeps) {
     get size(): number {
       return byDevice.size;
     },
-    /** Closes every connection and waits for their presence to be stored. */
-    async close(): Promise<void> {
+    /**
+     * Closes every connection and waits for their presence to be stored; with `drainMs`, first
+     * lets the commands under way finish, for that long at most (docs/operations.md, "Draining").
+     */
+    async close(drainMs = 0): Promise<void> {
       closing = true;
+      if (drainMs > 0 && inFlight.size > 0) {
+        // Draining: no new command reaches this node's devices (they read offline until they
+        // reconnect elsewhere), and those under way get up to `drainMs` to finish.
+        for (const release of releases.values()) release();
+        releases.clear();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.all([...inFlight]), new Promise((r) => { timer = setTimeout(r, drainMs); })]);
+        clearTimeout(timer);
+      }
       clearInterval(sweeping);
       unsubscribe();
       for (const c of [...connections]) c.shutdown();

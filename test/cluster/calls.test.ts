@@ -47,3 +47,23 @@ test('a call, a read, a signal and a ping reach a device connected to another no
   assert.equal(off.status, 404, off.text);
   assert.match(off.text, /offline|not connected/i);
 });
+
+test('a node that is shut down lets the calls under way to its devices finish (draining)', async () => {
+  const [a, b] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0]];
+  const { token } = await signUp(b.url);
+  const product = await newProduct(b.url, token, 'Draining');
+  const who = await provision(b.url, token, product.id);
+  const dev = await fakeDevice(a.mqttUrl, who, { functions: { slow: () => new Promise<number>((r) => setTimeout(() => r(5), 700)) } });
+  try {
+    const call = raw(`${b.url}/v1/devices/${who.id}/slow`, { method: 'POST', token, json: { arg: '' } });
+    // The call is on its way to the device when node A starts shutting down.
+    await new Promise((r) => setTimeout(r, 200));
+    const closing = a.skyport.close();
+    const answer = await call;
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.json.return_value, 5);
+    await closing;
+  } finally {
+    await dev.close().catch(() => undefined);
+  }
+});
