@@ -19,6 +19,7 @@ import { createProductService } from './services/products.service.js';
 import { createCustomerService } from './services/customers.service.js';
 import { createDevicesRepository } from './repositories/devices.repository.js';
 import { cacheDevices, type DeviceChanges } from './repositories/devices.cache.js';
+import type { DeviceOwner, DeviceScope } from './repositories/devices.repository.js';
 import { createClaimsRepository } from './repositories/claims.repository.js';
 import { createDeviceAccess } from './services/devices/access.js';
 import { createDeviceAuthenticator } from './services/devices/device-auth.js';
@@ -187,10 +188,16 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   // Ownership and product changes made through the API reach the connections of the devices once
   // they have committed, with the committed scope, so that events follow it at once (the gateway
   // is built after the services).
+  // In a cluster the device may be connected to another node: every node is told (the bus's
+  // notices reach the sender too), and the node holding it re-scopes its connection.
   const deviceChanges: DeviceChanges = {
-    moved: (devices) => { for (const d of devices) gateway.rescope(d.id, { owner: d.owner, productId: d.productId }); },
-    released: (owner) => gateway.releaseOwner(owner),
+    moved: (devices) => bus.notify('devices.moved', devices.map((d) => ({ id: d.id, owner: d.owner, productId: d.productId }))),
+    released: (owner) => bus.notify('devices.released', owner),
   };
+  const unlistenScopes = [
+    bus.listen('devices.moved', (devices) => { for (const d of devices as DeviceScope[]) gateway.rescope(d.id, { owner: d.owner, productId: d.productId }); }),
+    bus.listen('devices.released', (owner) => gateway.releaseOwner(owner as DeviceOwner)),
+  ];
   // The gateway is made after the app (it logs through it); the gauge reads it when scraped.
   const held: { gateway?: { readonly size: number } } = {};
   const metrics = createMetrics({ devicesConnected: () => held.gateway?.size ?? 0 }, { processMetrics: settings.metrics !== 'off' });
@@ -275,6 +282,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       if (closed) return;
       closed = true;
       clearInterval(sweep);
+      for (const unlisten of unlistenScopes) unlisten();
       // Stop taking connections, disconnect the devices (which lets the listeners finish closing).
       const stopped = listeners?.close();
       await gateway.close(settings.shutdownGraceSeconds * 1000);

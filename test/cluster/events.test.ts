@@ -2,6 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { newProduct, signUp } from '../helpers/fixtures.js';
+import { raw } from '../helpers/http.js';
 import { fakeDevice, provision } from '../helpers/device.js';
 import { eventually } from '../helpers/eventually.js';
 
@@ -58,5 +59,31 @@ test('a device event reaches streams and devices on every node once each, and an
   } finally {
     for (const s of streams) s.abort();
     await Promise.all([publisher.close(), onB.close(), onC.close()]);
+  }
+});
+
+test('a device moved through another node\'s API takes its new scope at once on the node that holds it', async () => {
+  const [a, b] = cluster.nodes as [(typeof cluster.nodes)[0], (typeof cluster.nodes)[0]];
+  const { token } = await signUp(b.url);
+  const product = await newProduct(b.url, token, 'Moves');
+  const next = await newProduct(b.url, token, 'Moves next');
+  const who = await provision(b.url, token, product.id);
+  const dev = await fakeDevice(a.mqttUrl, who);
+  try {
+    await eventually(async () => {
+      await raw(`${b.url}/v1/products/${product.id}/events`, { method: 'POST', token, json: { name: 'fleet', data: 'first' } });
+      return dev.received.some((e) => e.data === 'first') || undefined;
+    }, 5_000, 'the first fleet\'s events on the device');
+    // Out of its product, into another, through node B; the device is connected to node A.
+    assert.equal((await raw(`${b.url}/v1/products/${product.id}/devices/${who.id}`, { method: 'DELETE', token })).status, 204);
+    const imported = await raw(`${b.url}/v1/products/${next.id}/devices`, { method: 'POST', token, json: { id: who.id } });
+    assert.deepEqual(imported.json.updatedDeviceIds, [who.id]);
+    const seen = dev.received.length;
+    await raw(`${b.url}/v1/products/${product.id}/events`, { method: 'POST', token, json: { name: 'fleet', data: 'not yours' } });
+    assert.equal((await raw(`${b.url}/v1/products/${next.id}/events`, { method: 'POST', token, json: { name: 'fleet', data: 'sentinel' } })).status, 200);
+    await eventually(() => dev.received.some((e) => e.data === 'sentinel') || undefined, 3_000, 'the new fleet\'s event');
+    assert.deepEqual(dev.received.slice(seen).map((e) => e.data), ['sentinel']);
+  } finally {
+    await dev.close();
   }
 });
