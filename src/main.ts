@@ -7,6 +7,7 @@ import { createMetrics, type Metrics } from './platform/metrics.js';
 import type { GatewayPorts } from './http/routes/gateway.routes.js';
 import { systemClock, type Clock } from './platform/clock.js';
 import { createSecrets, type Secrets } from './platform/secrets.js';
+import { createCacheHub, type CacheHub } from './platform/cache-hub.js';
 import { createAuditRepository } from './repositories/audit.repository.js';
 import { createClientsRepository } from './repositories/clients.repository.js';
 import { createMfaRepository } from './repositories/mfa.repository.js';
@@ -112,20 +113,20 @@ export interface Skyport {
   close(): Promise<void>;
 }
 
-function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics) {
+function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics) {
   const limiter = new FailureLimiter(clock, {
     maxConsecutive: settings.loginMaxFailures,
     lockoutSeconds: settings.loginLockoutSeconds,
     maxPerWindow: settings.ipMaxFailures,
     windowSeconds: settings.ipFailureWindowSeconds,
   });
-  const users = cacheUsers(createUsersRepository(db), clock);
+  const users = cacheUsers(createUsersRepository(db), caches);
   const audit = createAuditService({ repo: createAuditRepository(db), clock });
-  const tokens = createTokenService({ db, repo: createTokensRepository(db), secrets, clock, settings });
-  const clients = createClientService({ db, repo: createClientsRepository(db), tokens, audit, secrets, clock, limiter });
+  const tokens = createTokenService({ db, repo: createTokensRepository(db), secrets, clock, settings, caches });
+  const clients = createClientService({ db, repo: createClientsRepository(db), tokens, audit, secrets, clock, limiter, caches });
   const productsRepo = createProductsRepository(db);
   const customersRepo = createCustomersRepository(db);
-  const devicesRepo = cacheDevices(createDevicesRepository(db), clock, settings.tokenCacheSeconds * 1000, deviceChanges);
+  const devicesRepo = cacheDevices(createDevicesRepository(db), caches, settings.tokenCacheSeconds * 1000, deviceChanges);
   const claimsRepo = createClaimsRepository(db);
   const accounts = createAccountService({
     db, users, tokens, clients, audit, secrets, clock, limiter, signupOpen: settings.signup,
@@ -137,7 +138,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
     },
   });
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
-  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, devices: devicesRepo, users, clients, tokens, audit, secrets, clock, accessCacheMs: settings.tokenCacheSeconds * 1000 });
+  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, devices: devicesRepo, users, clients, tokens, audit, secrets, clock, caches, accessCacheMs: settings.tokenCacheSeconds * 1000 });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
   const deviceAccess = createDeviceAccess({ repo: devicesRepo, isMember: products.isMemberCached });
   const deviceViews = createDeviceViews({ ownerNames: createOwnerNames({ customers: customersRepo, users, clock }) });
@@ -201,7 +202,9 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   // The gateway is made after the app (it logs through it); the gauge reads it when scraped.
   const held: { gateway?: { readonly size: number } } = {};
   const metrics = createMetrics({ devicesConnected: () => held.gateway?.size ?? 0 }, { processMetrics: settings.metrics !== 'off' });
-  const services = wireServices(settings, db, clock, secrets, bus, deviceChanges, serviceLog, options.seams ?? {}, metrics);
+  // What a write drops from a node's caches is dropped on every node (docs/architecture.md, "Caches in a cluster").
+  const caches = createCacheHub(bus, clock, { log: serviceLog });
+  const services = wireServices(settings, db, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics);
   // What the device gateway listens on, once it does; before that, what the settings ask for.
   const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);
   let gatewayPorts: GatewayPorts = { mqttPort: settings.mqttPort, wsPort: settings.mqttWsPort, tls: tlsOn };
@@ -288,6 +291,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       await gateway.close(settings.shutdownGraceSeconds * 1000);
       await stopped;
       await app.close();
+      caches.close();
       await bus.close();
       await db.close();
     },

@@ -1,12 +1,24 @@
 import type { Clock } from './clock.js';
 
-/** A bounded map whose entries expire; the oldest entry goes first when it is full. */
+/**
+ * Where a cache tells the other nodes of a cluster what it dropped (platform/cache-hub.ts;
+ * docs/architecture.md, "Caches in a cluster").
+ */
+export interface CacheChannel {
+  deleted(key: string): void;
+  cleared(): void;
+}
+
+/**
+ * A bounded map whose entries expire; the oldest entry goes first when it is full. Given a
+ * channel, `delete` and `clear` are announced to the other nodes, which `drop` their own copies.
+ */
 export class TtlCache<V> {
   private readonly map = new Map<string, { value: V; until: number }>();
   /** Counts deletions, so that `load` can tell whether one happened while it read. */
   private deletions = 0;
 
-  constructor(private readonly clock: Clock, private readonly ttlMs: number, private readonly maxEntries = 100_000) {}
+  constructor(private readonly clock: Clock, private readonly ttlMs: number, private readonly maxEntries = 100_000, private readonly channel?: CacheChannel) {}
 
   get(key: string): V | undefined {
     if (this.ttlMs <= 0) return undefined;
@@ -21,7 +33,8 @@ export class TtlCache<V> {
 
   /**
    * The entry, or else what `read` finds, kept for next time unless an entry was deleted (or the
-   * cache cleared) while it read: the read may have seen the row from before that change.
+   * cache cleared) while it read, here or on another node: the read may have seen the row from
+   * before that change.
    */
   async load(key: string, read: () => Promise<V | undefined>): Promise<V | undefined> {
     const hit = this.get(key);
@@ -41,12 +54,25 @@ export class TtlCache<V> {
     this.map.set(key, { value, until: this.clock.nowMs() + this.ttlMs });
   }
 
+  /** Drops an entry that a change made stale, here and on the other nodes. */
   delete(key: string): void {
+    this.drop(key);
+    // A cache that keeps nothing (TOKEN_CACHE_SECONDS=0) has nothing to drop elsewhere either.
+    if (this.ttlMs > 0) this.channel?.deleted(key);
+  }
+
+  clear(): void {
+    this.dropAll();
+    if (this.ttlMs > 0) this.channel?.cleared();
+  }
+
+  /** Drops an entry on this node only: another node announced it, or it merely expired. */
+  drop(key: string): void {
     this.deletions += 1;
     this.map.delete(key);
   }
 
-  clear(): void {
+  dropAll(): void {
     this.deletions += 1;
     this.map.clear();
   }

@@ -1,5 +1,4 @@
-import type { Clock } from '../platform/clock.js';
-import { TtlCache } from '../platform/ttl-cache.js';
+import type { CacheHub } from '../platform/cache-hub.js';
 import { afterCommit, type Queryable } from '../storage/db.js';
 import type { DeviceOwner, DeviceRecord, DeviceScope, DevicesRepository } from './devices.repository.js';
 
@@ -20,35 +19,52 @@ export interface DeviceChanges {
  * device-scoped stream starts with "which device, and may this token reach it", and on the
  * embedded store each read costs as much as the round trip to the device itself. Every write
  * through this object drops what it touches (all entries, when a write names an owner rather
- * than devices); presence and `hello` writes call `forget`. Other nodes see a change within
- * `ttlMs`, as for cached tokens (TOKEN_CACHE_SECONDS).
+ * than devices); presence and `hello` writes call `forget`. Drops reach every node
+ * (docs/architecture.md, "Caches in a cluster").
  */
-export function cacheDevices(repo: DevicesRepository, clock: Clock, ttlMs = 30_000, changes: DeviceChanges = {}): DevicesRepository & { forget(id: string): void } {
-  const cache = new TtlCache<DeviceRecord>(clock, ttlMs);
-  // Reads in flight, by id: a change reported while one runs (`forget`) marks it, and what it
-  // read is then not kept, since it may be the row from before the change.
+export function cacheDevices(repo: DevicesRepository, caches: CacheHub, ttlMs = 30_000, changes: DeviceChanges = {}): DevicesRepository & { forget(id: string): void } {
+  // Reads in flight, by id: a change reported while one runs (here, or by another node's notice)
+  // marks it, and what it read is then not kept, since it may be the row from before the change.
   const reading = new Map<string, Set<{ stale: boolean }>>();
+  const markStale = (key: string | null) => {
+    if (key === null) for (const set of reading.values()) for (const r of set) r.stale = true;
+    else for (const r of reading.get(key) ?? []) r.stale = true;
+  };
+  const cache = caches.cache<DeviceRecord>('devices', ttlMs, { dropped: markStale });
+  /** Drops a device here and on the other nodes. */
   const forget = (id: string) => {
     const key = id.toLowerCase();
     cache.delete(key);
-    for (const r of reading.get(key) ?? []) r.stale = true;
+    markStale(key);
   };
   const forgetAll = () => {
     cache.clear();
-    for (const set of reading.values()) for (const r of set) r.stale = true;
+    markStale(null);
+  };
+  /** Drops here only: before a write, which the other nodes hear of once it has committed. */
+  const forgetHere = (ids: string[] | 'all') => {
+    if (ids === 'all') {
+      cache.dropAll();
+      markStale(null);
+    } else {
+      for (const key of ids.map((id) => id.toLowerCase())) {
+        cache.drop(key);
+        markStale(key);
+      }
+    }
   };
   /**
    * Runs a write and drops what it touches once it has committed: dropped earlier (inside a
    * transaction, before COMMIT), a read in between would fetch and keep the row from before the
-   * write. The drop before the write keeps this node's readers from being served the old row
-   * from memory while the write is under way.
+   * write. The drop before the write, on this node only, keeps its readers from being served
+   * the old row from memory while the write is under way.
    */
   async function write<T>(q: Queryable | undefined, ids: string[] | 'all', run: () => Promise<T>, committed?: (result: T) => void): Promise<T> {
-    const drop = () => (ids === 'all' ? forgetAll() : ids.forEach(forget));
-    drop();
+    forgetHere(ids);
     const result = await run();
     const effect = () => {
-      drop();
+      if (ids === 'all') forgetAll();
+      else ids.forEach(forget);
       committed?.(result);
     };
     // Without a store given, the write ran on its own and committed when it returned.

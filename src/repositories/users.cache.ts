@@ -1,5 +1,4 @@
-import type { Clock } from '../platform/clock.js';
-import { TtlCache } from '../platform/ttl-cache.js';
+import type { CacheHub } from '../platform/cache-hub.js';
 import { afterCommit, type Queryable } from '../storage/db.js';
 import type { UserRecord, UsersRepository } from './users.repository.js';
 
@@ -8,11 +7,11 @@ import type { UserRecord, UsersRepository } from './users.repository.js';
  * its account (GET /v1/user, product team checks), and the embedded store runs its statements one
  * at a time on one connection (docs/benchmarks.md, "Measurements behind design choices"). Every
  * write through this object drops the entry once it has committed (after its transaction's COMMIT
- * when it is part of one), and a read that raced a write is not kept, so the old row is not served
- * after the change. Other nodes see a change within `ttlMs`.
+ * when it is part of one), on every node (docs/architecture.md, "Caches in a cluster"), and a
+ * read that raced a write is not kept, so the old row is not served after the change.
  */
-export function cacheUsers(repo: UsersRepository, clock: Clock, ttlMs = 30_000): UsersRepository & { forget(id: string): void } {
-  const cache = new TtlCache<UserRecord>(clock, ttlMs);
+export function cacheUsers(repo: UsersRepository, caches: CacheHub, ttlMs = 30_000): UsersRepository & { forget(id: string): void } {
+  const cache = caches.cache<UserRecord>('users', ttlMs);
   const forget = (id: string) => cache.delete(id);
   /** Runs a write of `id`'s row, then forgets the row once the write has committed. */
   async function writing<T>(id: string, q: Queryable | undefined, write: () => Promise<T>): Promise<T> {

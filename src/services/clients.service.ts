@@ -4,7 +4,7 @@ import { clientIdFor, isWellFormedClientId, validateClientName, validateNewClien
 import { parseClientScope, type Scope } from '../domain/scopes.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
-import { TtlCache } from '../platform/ttl-cache.js';
+import type { CacheHub } from '../platform/cache-hub.js';
 import type { ClientRecord, ClientsRepository } from '../repositories/clients.repository.js';
 import type { Db, Tx } from '../storage/db.js';
 import type { AuditService } from './audit.service.js';
@@ -53,11 +53,13 @@ export function createClientService(deps: {
   secrets: Secrets;
   clock: Clock;
   limiter: FailureLimiter;
+  caches: CacheHub;
 }) {
   const { repo, secrets, clock, limiter, audit } = deps;
   const publicDigests = new Map(PUBLIC_CLIENTS.map((c) => [c.id, secrets.sha256(c.secret)]));
-  // Client records are read on every token request; a short cache keeps that off storage.
-  const cache = new TtlCache<ClientRecord>(clock, 30_000, 10_000);
+  // Client records are read on every token request; a short cache keeps that off storage. A
+  // change or deletion drops the record on every node (docs/architecture.md, "Caches in a cluster").
+  const cache = deps.caches.cache<ClientRecord>('clients', 30_000, { maxEntries: 10_000 });
 
   const find = (id: string): Promise<ClientRecord | undefined> => cache.load(id, () => repo.findById(id));
 

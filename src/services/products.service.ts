@@ -2,7 +2,7 @@ import { DomainError } from '../domain/errors.js';
 import { isProductId, slugFor, validateDescription, validateNewProduct, validateProductName } from '../domain/products.js';
 import { validateEmail } from '../domain/accounts.js';
 import type { Clock } from '../platform/clock.js';
-import { TtlCache } from '../platform/ttl-cache.js';
+import type { CacheHub } from '../platform/cache-hub.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { Db } from '../storage/db.js';
 import type { ProductRecord, ProductsRepository } from '../repositories/products.repository.js';
@@ -55,20 +55,33 @@ export function createProductService(deps: {
   audit: AuditService;
   secrets: Secrets;
   clock: Clock;
+  caches: CacheHub;
   /** How long `accessCached` remembers an answer (TOKEN_CACHE_SECONDS). */
   accessCacheMs?: number;
 }) {
   const { repo, clock, audit } = deps;
   // Answers of `access` and of team membership for the device routes, dropped whole on any
-  // product or team change. `changes` counts those drops: an answer read while one happened is
-  // not kept, since it may be from before the change (a removed member keeping access).
-  const accessCache = new TtlCache<ProductRecord>(clock, deps.accessCacheMs ?? 30_000);
-  const memberCache = new TtlCache<boolean>(clock, deps.accessCacheMs ?? 30_000);
+  // product or team change, on every node once it has committed (docs/architecture.md, "Caches
+  // in a cluster"). `changes` counts those drops, another node's included: an answer read while
+  // one happened is not kept, since it may be from before the change (a removed member keeping access).
   let changes = 0;
+  const counted = { dropped: () => { changes += 1; } };
+  const accessCache = deps.caches.cache<ProductRecord>('product-access', deps.accessCacheMs ?? 30_000, counted);
+  const memberCache = deps.caches.cache<boolean>('product-members', deps.accessCacheMs ?? 30_000, counted);
+  /** Drops every answer once a change has committed, here and on the other nodes. */
   function forgetAccess(): void {
     changes += 1;
     accessCache.clear();
     memberCache.clear();
+  }
+  /**
+   * Drops them here before a change is written, so that this node's next requests do not go on
+   * being served from memory while it is under way; the other nodes hear of it once it committed.
+   */
+  function forgetAccessHere(): void {
+    changes += 1;
+    accessCache.dropAll();
+    memberCache.dropAll();
   }
   const creatorName = async (userId: string) => (await deps.users.findById(userId))?.username ?? null;
 
@@ -114,8 +127,8 @@ export function createProductService(deps: {
     access,
     /**
      * `access` remembered for a while: for the routes that reach a fleet's devices (calls, reads,
-     * streams), which need the product's id, never its counters. Product and team writes on
-     * this node drop every answer; other nodes see them within the cache lifetime.
+     * streams), which need the product's id, never its counters. Product and team writes drop
+     * every answer on every node.
      */
     async accessCached(auth: AccessTokenRecord, idOrSlug: string): Promise<ProductRecord> {
       const key = `${subjectKey(auth)}|${idOrSlug}`;
@@ -172,7 +185,7 @@ export function createProductService(deps: {
       if (body.name !== undefined) change.name = validateProductName(body.name);
       if (body.description !== undefined) change.description = validateDescription(body.description);
       if (Object.keys(change).length === 0) throw new DomainError('invalid_request', 'Nothing to change: send name or description');
-      forgetAccess();
+      forgetAccessHere();
       const updated = await repo.update(product.id, change, clock.now());
       forgetAccess();
       if (!updated) throw denied();
@@ -211,7 +224,7 @@ export function createProductService(deps: {
       const username = validateEmail(usernameRaw);
       const user = await deps.users.findByUsername(username);
       if (!user) throw new DomainError('not_found', `No account with the username ${username}; it must sign up first`);
-      forgetAccess();
+      forgetAccessHere();
       if (!(await repo.addMember(product.id, user.id, 'administrator', clock.now()))) throw new DomainError('conflict', `${user.username} is already a member of this team`);
       forgetAccess();
       const account = accountOf(actor.subject);
@@ -224,7 +237,7 @@ export function createProductService(deps: {
       const members = await repo.members(product.id);
       if (!user || !members.some((m) => m.userId === user.id)) throw new DomainError('not_found', `${username.slice(0, 254)} is not a member of this team`);
       if (members.length === 1) throw new DomainError('conflict', 'The last member of a team cannot be removed; delete the product instead');
-      forgetAccess();
+      forgetAccessHere();
       await repo.removeMember(product.id, user.id);
       forgetAccess();
       const account = accountOf(actor.subject);

@@ -5,6 +5,7 @@ import type { Scope } from '../domain/scopes.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import { TtlCache } from '../platform/ttl-cache.js';
+import type { CacheHub } from '../platform/cache-hub.js';
 import type { Subject } from '../domain/subject.js';
 import type { AccessTokenRecord, RefreshTokenRecord, TokensRepository } from '../repositories/tokens.repository.js';
 import { inTransaction, type Db, type Tx } from '../storage/db.js';
@@ -40,16 +41,17 @@ export interface IssueRequest {
 /**
  * Access tokens: opaque random strings, stored only as SHA-256 digests. Verified tokens are kept
  * in memory for TOKEN_CACHE_SECONDS so that authenticated reads do not touch storage; revoking
- * on this node evicts them once the revocation has committed (a read racing it is not kept).
- * Revocations take the caller's transaction when they are part of a larger write (a client's,
- * an account's deletion), or run in one of their own.
+ * evicts them, on every node, once the revocation has committed (a read racing it is not kept;
+ * docs/architecture.md, "Caches in a cluster"). Revocations take the caller's transaction when
+ * they are part of a larger write (a client's, an account's deletion), or run in one of their own.
  */
-export function createTokenService(deps: { db: Db; repo: TokensRepository; secrets: Secrets; clock: Clock; settings: Settings }) {
+export function createTokenService(deps: { db: Db; repo: TokensRepository; secrets: Secrets; clock: Clock; settings: Settings; caches: CacheHub }) {
   const { db, repo, secrets, clock, settings } = deps;
-  const cache = new TtlCache<AccessTokenRecord>(clock, settings.tokenCacheSeconds * 1000);
+  const cache = deps.caches.cache<AccessTokenRecord>('tokens', settings.tokenCacheSeconds * 1000);
   // Tokens that are not in storage, remembered briefly so that a flood of made-up tokens does
   // not turn into a flood of storage reads. Safe: a token is random, so nobody can present it
-  // before it is issued, and a revoked one stays revoked.
+  // before it is issued, and a revoked one stays revoked. Nothing ever makes an entry wrong, so
+  // it is this node's own and tells no other node anything.
   const unknown = new TtlCache<true>(clock, 10_000, 10_000);
 
   async function issue(req: IssueRequest): Promise<TokenResponse> {
@@ -104,13 +106,14 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
       }
     }
     if (record.expiresAt !== null && record.expiresAt.getTime() <= clock.nowMs()) {
-      cache.delete(hash);
+      // Every node sees the expiry for itself: nothing to announce.
+      cache.drop(hash);
       throw new DomainError('invalid_token', 'The access token provided has expired.');
     }
     return record;
   }
 
-  /** Drops revoked tokens from the cache once the revocation commits. */
+  /** Drops revoked tokens from every node's cache once the revocation commits. */
   function forgetOnCommit(tx: Tx, hashes: string[]): void {
     tx.afterCommit(() => {
       for (const h of hashes) cache.delete(h);
@@ -155,8 +158,7 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
     }),
     /**
      * A session renewed (a refresh) until `until`: its temporary tokens live on with it. Their
-     * cached records are dropped on this node; other nodes keep theirs for TOKEN_CACHE_SECONDS at
-     * most, which the console's renewal, well before expiry, leaves room for.
+     * cached records are dropped on every node, so that none refuses them at the old limit.
      */
     extendSession: (sessionId: string, until: Date | null): Promise<void> => db.transaction(async (t) => {
       if (until === null) return;

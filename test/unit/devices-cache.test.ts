@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cacheDevices } from '../../src/repositories/devices.cache.js';
 import { manualClock } from '../../src/platform/clock.js';
+import { createCacheHub, localCaches } from '../../src/platform/cache-hub.js';
 import type { DeviceRecord, DeviceScope, DevicesRepository } from '../../src/repositories/devices.repository.js';
 import type { Tx } from '../../src/storage/db.js';
 
@@ -17,7 +18,7 @@ test('a read that raced a reported change is not kept: the next read goes to sto
       return row;
     },
   } as unknown as DevicesRepository;
-  const cache = cacheDevices(repo, manualClock());
+  const cache = cacheDevices(repo, localCaches(manualClock()));
 
   const slow = cache.findById(stored.id);
   await new Promise((r) => setImmediate(r));
@@ -45,7 +46,7 @@ test('a write inside a transaction is dropped from memory and reported once it h
     },
   } as unknown as DevicesRepository;
   const moved: DeviceScope[][] = [];
-  const cache = cacheDevices(repo, manualClock(), 30_000, { moved: (devices) => moved.push(devices) });
+  const cache = cacheDevices(repo, localCaches(manualClock()), 30_000, { moved: (devices) => moved.push(devices) });
   // A transaction that has not committed yet: its effects wait.
   const effects: Array<() => void> = [];
   const tx = { query: async () => [], exec: async () => undefined, afterCommit: (effect: () => void) => { effects.push(effect); } } as unknown as Tx;
@@ -67,8 +68,46 @@ test('a write whose transaction rolls back reports nothing', async () => {
   const id = 'c'.repeat(24);
   const repo = { setProduct: async () => [{ id, owner: null, productId: 9 }] } as unknown as DevicesRepository;
   const moved: DeviceScope[][] = [];
-  const cache = cacheDevices(repo, manualClock(), 30_000, { moved: (devices) => moved.push(devices) });
+  const cache = cacheDevices(repo, localCaches(manualClock()), 30_000, { moved: (devices) => moved.push(devices) });
   const tx = { query: async () => [], exec: async () => undefined, afterCommit: () => undefined } as unknown as Tx;
   await cache.setProduct([id], 9, tx);
   assert.deepEqual(moved, []);
+});
+
+test("a read that raced another node's drop is not kept either (docs/architecture.md, \"Caches in a cluster\")", async () => {
+  // Two nodes' hubs on a bus in memory that, like the real ones, gives each notice to every node.
+  const listeners = new Set<(payload: unknown) => void>();
+  const node = (nodeId: string) => createCacheHub({
+    nodeId, state: () => 'up',
+    notify: (_topic, payload) => { for (const l of listeners) l(payload); },
+    listen: (_topic, l) => { listeners.add(l); return () => listeners.delete(l); },
+  }, manualClock());
+  const [hubA, hubB] = [node('a'), node('b')];
+  const id = 'd'.repeat(24);
+  let stored = { id, functions: [] as string[] } as unknown as DeviceRecord;
+  let reads = 0;
+  let release: () => void = () => undefined;
+  const repo = {
+    async findById() {
+      reads += 1;
+      const row = stored;
+      if (reads === 2) await new Promise<void>((r) => { release = r; }); // node B's read is slow
+      return row;
+    },
+  } as unknown as DevicesRepository;
+  const onA = cacheDevices(repo, hubA);
+  const onB = cacheDevices(repo, hubB);
+  await onA.findById(id);
+  const slow = onB.findById(id);
+  await new Promise((r) => setImmediate(r));
+  // The device said hello to node A meanwhile: stored, then reported there.
+  stored = { ...stored, functions: ['led'] };
+  onA.forget(id);
+  await new Promise((r) => setImmediate(r));
+  release();
+  assert.deepEqual((await slow)?.functions, [], 'the racing read answers what it read');
+  assert.deepEqual((await onB.findById(id))?.functions, ['led'], 'but node B did not keep it');
+  assert.deepEqual((await onA.findById(id))?.functions, ['led']);
+  hubA.close();
+  hubB.close();
 });

@@ -8,7 +8,9 @@ import type { UsersRepository } from '../../repositories/users.repository.js';
  * The names devices' owners are shown by: a user's username, a customer's e-mail. Lists are not
  * joined to customers (docs/architecture.md, "Fleets"): a customer's e-mail never changes (only
  * its password can), so it is remembered, and a customer reading its own devices does not read
- * its own row on every request.
+ * its own row on every request. No write makes an entry wrong (a deleted customer's devices are
+ * released with it, so its id is not shown again), so the entries are this node's own and no
+ * other node hears of them (docs/architecture.md, "Caches in a cluster").
  */
 export function createOwnerNames(deps: {
   customers: Pick<CustomersRepository, 'findByIds'>;
