@@ -7,7 +7,7 @@ import { createMetrics, type Metrics } from './platform/metrics.js';
 import type { GatewayPorts } from './http/routes/gateway.routes.js';
 import { systemClock, type Clock } from './platform/clock.js';
 import { createSecrets, type Secrets } from './platform/secrets.js';
-import { createCacheHub, type CacheHub } from './platform/cache-hub.js';
+import { createCacheHub, localCaches, type CacheHub } from './platform/cache-hub.js';
 import { createAuditRepository } from './repositories/audit.repository.js';
 import { createClientsRepository } from './repositories/clients.repository.js';
 import { createMfaRepository } from './repositories/mfa.repository.js';
@@ -203,7 +203,8 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const held: { gateway?: { readonly size: number } } = {};
   const metrics = createMetrics({ devicesConnected: () => held.gateway?.size ?? 0 }, { processMetrics: settings.metrics !== 'off' });
   // What a write drops from a node's caches is dropped on every node (docs/architecture.md, "Caches in a cluster").
-  const caches = createCacheHub(bus, clock, { log: serviceLog });
+  // One node: nothing to tell anyone, and no notice costs a turn of the event loop.
+  const caches = settings.natsUrl || options.bus ? createCacheHub(bus, clock, { log: serviceLog }) : localCaches(clock);
   const services = wireServices(settings, db, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics);
   // What the device gateway listens on, once it does; before that, what the settings ask for.
   const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);

@@ -45,7 +45,7 @@ interface CacheNotice {
   drops: Record<string, string[] | '*'>;
 }
 
-/** Caches of one process that tells nobody (tests of a single part). */
+/** Caches of one process that tells nobody: a single node, or tests of a single part. */
 export function localCaches(clock: Clock): CacheHub {
   return {
     cache: <V>(_name: string, ttlMs: number, options: CacheOptions = {}) => new TtlCache<V>(clock, ttlMs, options.maxEntries),

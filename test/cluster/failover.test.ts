@@ -21,7 +21,7 @@ let cluster: TestCluster;
 let gateways: NodeProcess[];
 let balancer: TestBalancer;
 before(async () => {
-  cluster = await startCluster(['api'], { env: { TOKEN_CACHE_SECONDS: '0', NODE_LEASE_SECONDS: '3', DEVICE_CALL_TIMEOUT_SECONDS: '3' } });
+  cluster = await startCluster(['api'], { env: { NODE_LEASE_SECONDS: '3', DEVICE_CALL_TIMEOUT_SECONDS: '3' } });
   const env = { DATABASE_URL: cluster.store.settings.DATABASE_URL as string, NATS_URL: cluster.nats.url, ROLE: 'gateway', NODE_LEASE_SECONDS: '3' };
   gateways = [await startNodeProcess({ ...env, NODE_ID: 'gateway-1' }), await startNodeProcess({ ...env, NODE_ID: 'gateway-2' })];
   // At first every connection goes to the first gateway.
