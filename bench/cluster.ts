@@ -32,7 +32,7 @@ import {
 } from './harness.js';
 import { startMosquitto, type Mosquitto } from './mosquitto.js';
 
-const USAGE = 'usage: npm run bench:cluster -- [--devices 100000] [--parts devices,calls,tokens] [--per-gateway N] [--per-worker N] [--in-flight 100] [--mosquitto-devices N] [--rounds 1] [--storm-rounds 1] [--settle 5] [--timeout 300] [--callers 64] [--connections 32] [--duration 8] [--warmup 2] [--pg-admin-url URL]';
+const USAGE = 'usage: npm run bench:cluster -- [--devices 100000] [--parts devices,calls,tokens] [--per-gateway N] [--per-worker N] [--in-flight 100] [--rounds 1] [--storm-rounds 1] [--settle 5] [--timeout 300] [--callers 64] [--connections 32] [--duration 8] [--warmup 2] [--pg-admin-url URL]';
 const args = process.argv.slice(2);
 if (args.includes('--help')) {
   console.log(USAGE);
