@@ -1,4 +1,4 @@
-// A worker process of bench/config-fanout.ts: thousands of simulated devices on raw sockets
+// A worker process of bench/config-fanout.ts and bench/cluster.ts: thousands of simulated devices on raw sockets
 // (bench/raw-mqtt.ts), each doing the device's side of docs/device-protocol.md "Configuration":
 // subscribe to <base>/cloud/config/set, report the held hashes on <base>/config/hello after every
 // connect, and answer each {id, module, value, hash} with {id, status: 0} on <base>/config/ack,
@@ -16,7 +16,11 @@
 // and unasked {kind:'round-done'} once every device of this worker has done the round.
 import { openRaw, type RawConnection } from './raw-mqtt.js';
 
-export interface Setup { host: string; port: number; mode: 'skyport' | 'mosquitto'; prefix: string; devices: Array<{ id: string; secret: string }>; inFlight: number }
+/**
+ * A device's `port` (a cluster's gateways) overrides the setup's; `held` is what every device holds
+ * before its first connect (module → hash: a fleet already in sync), nothing by default.
+ */
+export interface Setup { host: string; port: number; mode: 'skyport' | 'mosquitto'; prefix: string; devices: Array<{ id: string; secret: string; port?: number }>; inFlight: number; held?: Record<string, string> }
 /** What each device must acknowledge in a round; `check` is a value the module must carry. */
 export interface Expect { modules: string[]; check?: { module: string; key: string; value: unknown } }
 export interface Connected { ok: number; failed: number; codes: Record<string, number>; lastConnackAt: number; lastReadyAt: number }
@@ -43,6 +47,7 @@ export interface Report {
 interface Device {
   id: string;
   secret: string;
+  port: number;
   topics: { set: string; hello: string; ack: string };
   conn: RawConnection | null;
   held: Map<string, string>;
@@ -87,7 +92,7 @@ function onSet(d: Device, payload: Buffer): void {
 
 async function open(d: Device, hello: boolean): Promise<number> {
   const { code, connection } = await openRaw({
-    host: setup.host, port: setup.port,
+    host: setup.host, port: d.port,
     ...(setup.mode === 'skyport' ? { clientId: d.id, username: d.id, password: d.secret } : { clientId: `${setup.prefix}-${d.id}` }),
     onPublish: (topic, payload) => { if (topic === d.topics.set) onSet(d, payload); },
     onLost: () => {
@@ -140,11 +145,11 @@ process.on('message', (m: { kind: string } & Partial<Setup & Expect & { hello: b
   switch (m.kind) {
     case 'setup': {
       setup = m as unknown as Setup;
-      devices = setup.devices.map(({ id, secret }) => {
+      devices = setup.devices.map(({ id, secret, port }) => {
         const base = setup.mode === 'skyport' ? `devices/${id}` : `${setup.prefix}/${id}`;
         return {
-          id, secret, topics: { set: `${base}/cloud/config/set`, hello: `${base}/config/hello`, ack: `${base}/config/ack` },
-          conn: null, held: new Map(), sets: 0, acked: new Set(), extra: false, done: false, ackAt: 0,
+          id, secret, port: port ?? setup.port, topics: { set: `${base}/cloud/config/set`, hello: `${base}/config/hello`, ack: `${base}/config/ack` },
+          conn: null, held: new Map(Object.entries(setup.held ?? {})), sets: 0, acked: new Set(), extra: false, done: false, ackAt: 0,
         };
       });
       return send({ kind: 'ready' });

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { startBaselineCloud } from './config-baseline.js';
 import type { Expect, Report } from './config-devices.js';
-import { startFleet, type Fleet } from './config-fleet.js';
+import { problemsOf, roundDone, startFleet } from './config-fleet.js';
 import {
   DEFAULT_ADMIN_URL, ROOT, api, buildSkyport, cpuSeconds, gitCommit, onCleanup, option, percentile, round2, runBenchmark, sleep, startSkyport, stopChild,
   userWithProduct, type Skyport, type Store,
@@ -64,8 +64,6 @@ if (!Number.isInteger(STORM_ROUNDS) || STORM_ROUNDS < 0) throw new Error(`--stor
 const GOAL_MS = 5000;
 /** Devices whose configuration is also read back through the API after each round. */
 const SAMPLE = 20;
-/** After the last acknowledgement, how long to watch for messages a device should not get. */
-const GRACE_MS = 1000;
 const BULK = 10_000; // POST /v1/products/:p/device_identities takes at most 10,000 at once
 /** The changed module: `rgb` has one key with three values, so each round can change it. */
 const MODULE = 'rgb';
@@ -108,32 +106,9 @@ let valueIndex = 0;
 const nextValue = () => VALUES[valueIndex++ % VALUES.length] as string;
 const check = (value: string): Expect['check'] => ({ module: MODULE, key: 'type', value });
 
-/** Waits until the fleet's round is done, printing progress; fails with what got through by `timeoutMs` after t0. */
-async function roundDone(fleet: Fleet, done: Promise<void>, what: string, t0: number, timeoutMs = TIMEOUT_MS): Promise<Report> {
-  let timer: NodeJS.Timeout | undefined;
-  const progress = setInterval(() => void fleet.report().then((r) => console.log(`    … ${what}: ${r.done} of ${r.devices} devices done`)).catch(() => undefined), 10_000);
-  try {
-    const ok = await Promise.race([done.then(() => true), new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), Math.max(0, t0 + timeoutMs - Date.now())); })]);
-    if (!ok) {
-      const r = await fleet.report();
-      throw new Error(`${what}: ${r.done} of ${r.devices} devices done within ${timeoutMs / 1000} s (${r.sets} config/set received; not done: ${r.notDone.join(', ')})`);
-    }
-  } finally {
-    clearTimeout(timer);
-    clearInterval(progress);
-  }
-  // Anything sent after the last acknowledgement that should not have been is caught here.
-  await sleep(GRACE_MS);
-  return fleet.report();
-}
-
 function rowOf(base: Pick<Row, 'scenario' | 'side' | 'store' | 'round' | 'modules'>, t0: number, r: Report, cpu: { server: number | null; devices: number; postgres?: number }): Row {
   const latencies = r.ackTimes.map((t) => t - t0).sort((a, b) => a - b);
-  const problems: string[] = [];
-  if (r.done !== r.devices) problems.push(`${r.devices - r.done} devices not done`);
-  if (r.extra > 0) problems.push(`${r.extra} devices got a module twice or one the round did not change`);
-  if (r.wrong > 0) problems.push(`${r.wrong} modules carried the wrong value`);
-  if (r.lost > 0) problems.push(`${r.lost} connections lost`);
+  const problems = problemsOf(r);
   return {
     ...base, devices: r.devices, ms: r.lastAckAt - t0, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), firstSetMs: r.firstSetAt - t0,
     serverCpuS: cpu.server === null ? null : round2(cpu.server), ...(cpu.postgres !== undefined ? { postgresCpuS: round2(cpu.postgres) } : {}),
@@ -186,7 +161,7 @@ async function baselineRun(): Promise<void> {
     const t0 = Date.now();
     cloud.push(ids, MODULE);
     const acks = cloud.acks(DEVICES, TIMEOUT_MS);
-    const r = await roundDone(fleet, done, 'baseline fleet change', t0);
+    const r = await roundDone(fleet, done, 'baseline fleet change', t0, TIMEOUT_MS);
     const { lastAt } = await acks;
     print({ ...rowOf({ scenario: 'fleet change', side: 'baseline', store: null, round, modules: 1 }, t0, r, cpuSince(cpu)), acksReceivedMs: lastAt - t0 });
   }
@@ -200,7 +175,7 @@ async function baselineRun(): Promise<void> {
     const acks = cloud.acks(DEVICES, TIMEOUT_MS);
     const connected = await fleet.connect(true);
     if (connected.ok !== DEVICES) throw new Error(`baseline: ${connected.ok} of ${DEVICES} devices reconnected (${JSON.stringify(connected.codes)})`);
-    const r = await roundDone(fleet, done, 'baseline reconnect storm', t0);
+    const r = await roundDone(fleet, done, 'baseline reconnect storm', t0, TIMEOUT_MS);
     const { lastAt } = await acks;
     print({ ...rowOf({ scenario: 'reconnect storm', side: 'baseline', store: null, round, modules: 1 }, t0, r, cpuSince(cpu)), connectedMs: connected.lastReadyAt - t0, acksReceivedMs: lastAt - t0 });
   }
@@ -324,7 +299,7 @@ async function skyportRun(store: Store, build: string | undefined): Promise<void
     const t0 = Date.now();
     await api(`${sky.url}/v1/products/${productId}/config`, { method: 'PUT', token, json: { [MODULE]: { type: value } } });
     const putMs = Date.now() - t0;
-    const r = await roundDone(fleet, done, 'fleet change', t0);
+    const r = await roundDone(fleet, done, 'fleet change', t0, TIMEOUT_MS);
     const cpu = await stop(`fleet-${round}`);
     const row = withProbe({ ...rowOf({ scenario: 'fleet change', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), putMs }, cpu.probe);
     print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });
@@ -342,7 +317,7 @@ async function skyportRun(store: Store, build: string | undefined): Promise<void
     const t0 = Date.now();
     const connected = await fleet.connect(true);
     if (connected.ok !== DEVICES) throw new Error(`${connected.ok} of ${DEVICES} devices reconnected to Skyport (${JSON.stringify(connected.codes)})`);
-    const r = await roundDone(fleet, done, 'reconnect storm', t0);
+    const r = await roundDone(fleet, done, 'reconnect storm', t0, TIMEOUT_MS);
     const cpu = await stop(`storm-${round}`);
     const row = withProbe({ ...rowOf({ scenario: 'reconnect storm', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0 }, cpu.probe);
     print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });

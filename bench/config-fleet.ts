@@ -1,9 +1,9 @@
-// The simulated fleet of bench/config-fanout.ts: a few worker processes (bench/config-devices.ts)
+// The simulated fleet of bench/config-fanout.ts and bench/cluster.ts: a few worker processes (bench/config-devices.ts)
 // that hold the devices' connections between them, driven as one.
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { Connected, Expect, Report, Setup } from './config-devices.js';
-import { ROOT, cpuSeconds, onCleanup, stopChild, track } from './harness.js';
+import { ROOT, cpuSeconds, onCleanup, sleep, stopChild, track } from './harness.js';
 
 export interface Fleet {
   /** Starts a round in every worker; `done` resolves once every device has done it. */
@@ -38,11 +38,19 @@ function ask<T>(child: ChildProcess, message: object, answer: string, ms: number
 
 export async function startFleet(setup: Omit<Setup, 'devices'>, devices: Setup['devices'], perWorker: number): Promise<Fleet> {
   const workers: ChildProcess[] = [];
-  for (let i = 0; i < devices.length; i += perWorker) {
-    const child = track(fork(join(ROOT, 'bench', 'config-devices.ts'), [], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-    onCleanup(() => stopChild(child, 2000));
-    workers.push(child);
-    await ask(child, { kind: 'setup', ...setup, devices: devices.slice(i, i + perWorker) }, 'ready', 30_000);
+  // Each worker's devices go to one server (a cluster's gateways each take their own workers).
+  const byPort = new Map<number, Setup['devices']>();
+  for (const d of devices) {
+    const port = d.port ?? setup.port;
+    byPort.set(port, byPort.get(port) ?? []).get(port)?.push(d);
+  }
+  for (const group of byPort.values()) {
+    for (let i = 0; i < group.length; i += perWorker) {
+      const child = track(fork(join(ROOT, 'bench', 'config-devices.ts'), [], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+      onCleanup(() => stopChild(child, 2000));
+      workers.push(child);
+      await ask(child, { kind: 'setup', ...setup, devices: group.slice(i, i + perWorker) }, 'ready', 30_000);
+    }
   }
   const all = <T>(message: object, answer: string, ms: number) => Promise.all(workers.map((w) => ask<T>(w, message, answer, ms)));
 
@@ -90,4 +98,36 @@ export async function startFleet(setup: Omit<Setup, 'devices'>, devices: Setup['
       }));
     },
   };
+}
+
+/** After the last acknowledgement, how long to watch for messages a device should not get. */
+const GRACE_MS = 1000;
+
+/** Waits until the fleet's round is done, printing progress; fails with what got through by `timeoutMs` after t0. */
+export async function roundDone(fleet: Fleet, done: Promise<void>, what: string, t0: number, timeoutMs: number): Promise<Report> {
+  let timer: NodeJS.Timeout | undefined;
+  const progress = setInterval(() => void fleet.report().then((r) => console.log(`    … ${what}: ${r.done} of ${r.devices} devices done`)).catch(() => undefined), 10_000);
+  try {
+    const ok = await Promise.race([done.then(() => true), new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), Math.max(0, t0 + timeoutMs - Date.now())); })]);
+    if (!ok) {
+      const r = await fleet.report();
+      throw new Error(`${what}: ${r.done} of ${r.devices} devices done within ${timeoutMs / 1000} s (${r.sets} config/set received; not done: ${r.notDone.join(', ')})`);
+    }
+  } finally {
+    clearTimeout(timer);
+    clearInterval(progress);
+  }
+  // Anything sent after the last acknowledgement that should not have been is caught here.
+  await sleep(GRACE_MS);
+  return fleet.report();
+}
+
+/** What was wrong in a round, as the report shows it: devices not done, messages they should not have had, lost connections. */
+export function problemsOf(r: Report): string[] {
+  const problems: string[] = [];
+  if (r.done !== r.devices) problems.push(`${r.devices - r.done} devices not done`);
+  if (r.extra > 0) problems.push(`${r.extra} devices got a module twice or one the round did not change`);
+  if (r.wrong > 0) problems.push(`${r.wrong} modules carried the wrong value`);
+  if (r.lost > 0) problems.push(`${r.lost} connections lost`);
+  return problems;
 }

@@ -11,16 +11,16 @@
 //
 // A count above what the open-files limit lets one process hold is measured at the most the limit
 // allows, and said so: nothing is extrapolated.
-import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, buildSkyport, captureOutput, cpuTimes, exitedEarly, freePort, gitCommit, inspectorSession, onCleanup, openFilesLimit, option, processOpenFiles, round2, rssKb,
+  DEFAULT_ADMIN_URL, ROOT, api, buildSkyport, cpuTimes, exitedEarly, gitCommit, inspectorSession, onCleanup, openFilesLimit, option, processOpenFiles, round2, rssKb,
   runBenchmark, sleep, startSkyport, stopChild, timeout, track, userWithProduct, type Store,
 } from './harness.js';
+import { startMosquitto } from './mosquitto.js';
 
 const USAGE = 'usage: npm run bench:connections -- [--quick] [--counts 10000,50000] [--store embedded|postgres|both] [--in-flight 250] [--keepalive 120] [--settle 3] [--mosquitto spawn|mqtt://127.0.0.1:1883] [--heap] [--profile] [--heap-snapshot] [--from build|source] [--pg-admin-url URL]';
 const args = process.argv.slice(2);
@@ -214,30 +214,6 @@ async function connectAll(target: { host: string; port: number; pid: number; ins
 function capped(requested: number, limit: number): { measured: number; cappedBy?: string } {
   const most = limit - RESERVED_FDS;
   return requested <= most ? { measured: requested } : { measured: most, cappedBy: `open-files limit ${limit} (hard)` };
-}
-
-/** A fresh Mosquitto of this machine, on a free port, so that its memory starts from nothing. */
-async function startMosquitto(): Promise<{ host: string; port: number; pid: number; stop(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-mosquitto-'));
-  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
-  const port = await freePort();
-  writeFileSync(join(dir, 'mosquitto.conf'), `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\n`);
-  const bin = ['/usr/sbin/mosquitto', '/usr/local/sbin/mosquitto'].find((b) => existsSync(b)) ?? 'mosquitto';
-  const child = track(spawn(bin, ['-c', join(dir, 'mosquitto.conf')], { stdio: ['ignore', 'pipe', 'pipe'] }));
-  onCleanup(() => stopChild(child, 2000));
-  const output = captureOutput(child);
-  const up = (async () => {
-    for (;;) {
-      const ok = await new Promise<boolean>((resolve) => {
-        const s = connect({ host: '127.0.0.1', port }, () => { s.destroy(); resolve(true); });
-        s.once('error', () => resolve(false));
-      });
-      if (ok) return;
-      await sleep(100);
-    }
-  })();
-  await Promise.race([up, exitedEarly(child, 'mosquitto', output), timeout(10_000, 'mosquitto start')]);
-  return { host: '127.0.0.1', port, pid: child.pid ?? 0, stop: () => stopChild(child, 5000) };
 }
 
 async function mosquittoRun(requested: number, perWorker: number): Promise<Outcome> {

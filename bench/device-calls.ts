@@ -10,19 +10,17 @@
 // Processes: Skyport (its own process, as an operator starts it), the devices (bench/responder.ts,
 // plain mqtt.js, their own process), and the callers (this process). The floor has the same
 // shape: requester here, Mosquitto, responders in their own process.
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
-import { connect, type Socket } from 'node:net';
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { Pool } from 'undici';
+import { ARG, CALL_TIMEOUT_MS, checkAnswer, compare, startResponder, wireCaller, type Call, type Row, type Side } from './call-drive.js';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, cpuSeconds, exitedEarly, gitCommit, onCleanup, option, percentile, round2, runBenchmark, startSkyport, stopChild, timeout, track,
-  userWithProduct, type Store,
+  DEFAULT_ADMIN_URL, ROOT, api, gitCommit, onCleanup, option, runBenchmark, startSkyport, stopChild, userWithProduct, type Store,
 } from './harness.js';
 
 const USAGE = 'usage: npm run bench:calls -- [--quick] [--store embedded|postgres|both] [--duration S] [--warmup S] [--rounds N] [--concurrency 1,64] [--devices 4] [--route devices|products|both] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL] [--client wire|undici|http]';
@@ -60,149 +58,8 @@ if (!['wire', 'undici', 'http'].includes(CLIENT)) throw new Error(`--client must
 for (const [n, v] of Object.entries({ duration, warmup, rounds, devices: DEVICES })) if (!Number.isFinite(v) || v <= 0) throw new Error(`--${n} must be a positive number\n${USAGE}`);
 if (concurrencies.some((c) => !Number.isInteger(c) || c < 1) || Math.max(...concurrencies) > 32 * DEVICES) throw new Error(`--concurrency: whole numbers, at most 32 per device (${32 * DEVICES})`);
 
-const ARG = 'hello, device';
-const CALL_TIMEOUT_MS = 10_000;
 const GOAL_P50_MS = 2;
 const GOAL_RATE_RATIO = 0.5;
-
-type Call = (worker: number) => Promise<void>;
-
-interface Sample { latencies: number[]; seconds: number; serverCpu: number | null; devicesCpu: number | null; callersCpu: number }
-interface Row {
-  side: 'floor' | 'skyport';
-  scenario: string;
-  store: Store | null;
-  concurrency: number;
-  calls: number;
-  rate: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-  /** CPU of the server (Skyport) or broker (Mosquitto) per call, in µs. */
-  serverUsPerCall: number | null;
-  devicesUsPerCall: number | null;
-  callersUsPerCall: number;
-  slices: Array<{ calls: number; seconds: number; p50: number }>;
-  rateRatio?: number;
-  p50Ratio?: number;
-}
-
-/** Runs `concurrency` callers in a loop for `seconds`; every call's latency, in ms. */
-async function drive(concurrency: number, seconds: number, call: Call, pids: { server: number | undefined; devices: number | undefined }): Promise<Sample> {
-  const latencies: number[] = [];
-  const server0 = cpuSeconds(pids.server);
-  const devices0 = cpuSeconds(pids.devices);
-  const self0 = process.cpuUsage();
-  const started = performance.now();
-  const until = started + seconds * 1000;
-  await Promise.all(Array.from({ length: concurrency }, async (_, w) => {
-    while (performance.now() < until) {
-      const t = performance.now();
-      await call(w);
-      latencies.push(performance.now() - t);
-    }
-  }));
-  const elapsed = (performance.now() - started) / 1000;
-  const self = process.cpuUsage(self0);
-  const server1 = cpuSeconds(pids.server);
-  const devices1 = cpuSeconds(pids.devices);
-  return {
-    latencies, seconds: elapsed,
-    serverCpu: server0 === null || server1 === null ? null : server1 - server0,
-    devicesCpu: devices0 === null || devices1 === null ? null : devices1 - devices0,
-    callersCpu: (self.user + self.system) / 1e6,
-  };
-}
-
-function summarise(side: Row['side'], scenario: string, store: Store | null, concurrency: number, samples: Sample[]): Row {
-  const all = samples.flatMap((s) => s.latencies).sort((a, b) => a - b);
-  const seconds = samples.reduce((a, s) => a + s.seconds, 0);
-  const perCall = (pick: (s: Sample) => number | null) => {
-    const values = samples.map(pick);
-    return values.some((v) => v === null) ? null : Math.round(((values as number[]).reduce((a, v) => a + v, 0) * 1e6) / all.length);
-  };
-  return {
-    side, scenario, store, concurrency, calls: all.length, rate: Math.round(all.length / seconds),
-    p50: round2(percentile(all, 0.5)), p90: round2(percentile(all, 0.9)), p99: round2(percentile(all, 0.99)), max: round2(all.at(-1) ?? NaN),
-    serverUsPerCall: perCall((s) => s.serverCpu), devicesUsPerCall: perCall((s) => s.devicesCpu), callersUsPerCall: perCall((s) => s.callersCpu) ?? 0,
-    slices: samples.map((s) => ({ calls: s.latencies.length, seconds: round2(s.seconds), p50: round2(percentile([...s.latencies].sort((a, b) => a - b), 0.5)) })),
-  };
-}
-
-/** The answering side, in its own process; resolves once every client is ready. */
-async function startResponder(setup: { mode: 'skyport' | 'raw'; mqttUrl: string; prefix?: string; devices: Array<{ id: string; secret: string }> }): Promise<ChildProcess> {
-  const child = track(fork(join(ROOT, 'bench', 'responder.ts'), [], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  onCleanup(() => stopChild(child, 2000));
-  child.send(setup);
-  const ready = new Promise<void>((resolve) => child.once('message', () => resolve()));
-  await Promise.race([ready, exitedEarly(child, `responder (${setup.mode})`, () => ''), timeout(30_000, `responder (${setup.mode}) ready`)]);
-  // From now on, a responder that dies fails the run.
-  child.once('exit', (code, signal) => { if (!stopping.has(child)) failed(new Error(`responder (${setup.mode}) exited (${signal ?? code}) during the run`)); });
-  return child;
-}
-
-const stopping = new Set<ChildProcess>();
-let failure: Error | undefined;
-function failed(err: Error): void {
-  failure ??= err;
-}
-
-/** Whether a call's answer is the device's: 200, this device, connected, the argument's length. */
-function checkAnswer(id: string, status: number, text: string, what: string): Error | undefined {
-  if (status === 200) {
-    const r = JSON.parse(text) as { id?: string; connected?: boolean; return_value?: number };
-    if (r.id === id && r.connected === true && r.return_value === ARG.length) return undefined;
-  }
-  return new Error(`${what}: ${status} ${text.slice(0, 300)}`);
-}
-
-/**
- * Callers on bare keep-alive sockets, one per caller: the request is prepared bytes, and the
- * answer is read by its content-length (Skyport answers JSON with one; anything else fails).
- */
-function wireCaller(url: URL, path: (id: string) => string, ids: string[], headers: Record<string, string>, body: string): Call {
-  const requests = new Map(ids.map((id) => [id, Buffer.from(
-    `POST ${path(id)} HTTP/1.1\r\nhost: ${url.host}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`)]));
-  const sockets = new Map<number, { socket: Socket; waiting: ((chunk: Buffer | Error) => void) | undefined }>();
-  const open = (w: number) => new Promise<{ socket: Socket; waiting: ((chunk: Buffer | Error) => void) | undefined }>((resolve, reject) => {
-    const socket = connect({ host: url.hostname, port: Number(url.port), noDelay: true }, () => resolve(entry));
-    const entry = { socket, waiting: undefined as ((chunk: Buffer | Error) => void) | undefined };
-    socket.on('data', (chunk) => entry.waiting?.(chunk));
-    socket.on('error', (err) => { entry.waiting?.(err); reject(err); });
-    socket.on('close', () => { sockets.delete(w); entry.waiting?.(new Error('the server closed the connection')); });
-    onCleanup(async () => { socket.destroy(); });
-    sockets.set(w, entry);
-  });
-  return async (w) => {
-    const id = ids[w % ids.length] as string;
-    const conn = sockets.get(w) ?? (await open(w));
-    const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-      let buffered: Buffer = Buffer.alloc(0);
-      const timer = setTimeout(() => finish(new Error(`POST ${path(id)}: no answer within ${CALL_TIMEOUT_MS / 1000} s`)), CALL_TIMEOUT_MS);
-      const finish = (result: { status: number; text: string } | Error) => {
-        clearTimeout(timer);
-        conn.waiting = undefined;
-        if (result instanceof Error) reject(result);
-        else resolve(result);
-      };
-      conn.waiting = (chunk) => {
-        if (chunk instanceof Error) return finish(chunk);
-        buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-        const end = buffered.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const head = buffered.toString('latin1', 0, end);
-        const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1];
-        if (length === undefined) return finish(new Error(`POST ${path(id)}: an answer without content-length: ${head.slice(0, 200)}`));
-        if (buffered.length < end + 4 + Number(length)) return;
-        finish({ status: Number(head.slice(9, 12)), text: buffered.toString('utf8', end + 4, end + 4 + Number(length)) });
-      };
-      conn.socket.write(requests.get(id) as Buffer);
-    });
-    const err = checkAnswer(id, answer.status, answer.text, `POST ${path(id)}`);
-    if (err) throw err;
-  };
-}
 
 /** Skyport's callers: keep-alive POSTs (undici or node:http, see --client), every answer checked. */
 function httpCaller(base: string, path: (id: string) => string, ids: string[], token: string): Call {
@@ -276,39 +133,6 @@ function mosquittoPid(): number | undefined {
   }
 }
 
-interface Side { side: Row['side']; scenario: string; store: Store | null; call: Call; pids: { server: number | undefined; devices: number | undefined } }
-
-/**
- * Measures the floor and each Skyport route in turn, `rounds` slices each, the order rotating
- * every round, so that drift in the machine's load hits every side alike.
- */
-async function compare(store: Store, sides: Side[]): Promise<Row[]> {
-  const rows: Row[] = [];
-  for (const concurrency of concurrencies) {
-    const samples = sides.map(() => [] as Sample[]);
-    process.stdout.write(`  ${store}, ${concurrency} caller(s): warm-up ${warmup} s each, `);
-    for (const s of sides) await drive(concurrency, warmup, s.call, s.pids);
-    process.stdout.write(`measuring ${rounds} × ${duration / rounds} s each... `);
-    for (let r = 0; r < rounds; r++) {
-      for (let k = 0; k < sides.length; k++) {
-        const i = (k + r) % sides.length;
-        const s = sides[i] as Side;
-        samples[i]?.push(await drive(concurrency, duration / rounds, s.call, s.pids));
-        if (failure) throw failure;
-      }
-    }
-    const measured = sides.map((s, i) => summarise(s.side, s.scenario, s.store, concurrency, samples[i] as Sample[]));
-    const floor = measured.find((m) => m.side === 'floor') as Row;
-    for (const m of measured) {
-      m.rateRatio = round2(m.rate / floor.rate);
-      m.p50Ratio = round2(m.p50 / floor.p50);
-    }
-    console.log(measured.map((m) => `${m.side === 'floor' ? 'floor' : m.scenario.replace(/^Skyport /, '')} ${m.rate}/s p50 ${m.p50} ms`).join('; '));
-    rows.push(...measured);
-  }
-  return rows;
-}
-
 async function main(): Promise<void> {
   const date = new Date().toISOString();
   const load0 = loadavg();
@@ -340,12 +164,11 @@ async function main(): Promise<void> {
     if (routes.includes('products')) sides.push({ side: 'skyport', scenario: 'Skyport POST /v1/products/:p/devices/:id/echo', store, call: httpCaller(sky.url, (id) => `/v1/products/${productId}/devices/${id}/echo`, ids, token), pids });
     // Checked before measuring: every device answers with the right return_value, on every route.
     for (const s of sides) for (let w = 0; w < DEVICES; w++) await s.call(w);
-    rows.push(...await compare(store, sides));
-    stopping.add(responder);
-    await stopChild(responder, 2000);
+    rows.push(...await compare(store, sides, { concurrencies, warmup, duration, rounds }, 'floor'));
+    await responder.stop();
     await stopChild(sky.child);
   }
-  stopping.add(rawResponders);
+  await rawResponders.stop();
 
   const load1 = loadavg();
   const fmt = (n: number | string | null | undefined) => (n === null || n === undefined ? '-' : String(n));

@@ -4,7 +4,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -128,6 +128,18 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Resolves once something accepts TCP connections on 127.0.0.1:`port` (a broker that started). */
+export async function accepting(port: number): Promise<void> {
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect({ host: '127.0.0.1', port }, () => { s.destroy(); resolve(true); });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(100);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Skyport, as an operator starts it.
 
@@ -200,9 +212,11 @@ export interface Skyport { name: string; url: string; mqttHost: string; mqttPort
  * LOG_LEVEL=warn, a temporary DATA_DIR, and every other setting at its default.
  * `openFiles` starts it through `sh -c 'ulimit -n N; exec node …'`; `nodeArgs` adds Node flags
  * (also BENCH_SERVER_NODE_ARGS, e.g. --cpu-prof). `reuse` starts it again on the data of an earlier one.
- * `build` (from buildSkyport) runs the compiled server instead of the sources through tsx.
+ * `build` (from buildSkyport, or ROOT for the work tree's own dist/) runs the compiled server
+ * instead of the sources through tsx. `databaseUrl` puts it on an existing database (the nodes of
+ * a cluster share one); `name` names it in messages.
  */
-export async function startSkyport(store: Store, opts: { adminUrl?: string; openFiles?: number; nodeArgs?: string[]; env?: Record<string, string>; reuse?: Skyport; build?: string } = {}): Promise<Skyport> {
+export async function startSkyport(store: Store, opts: { adminUrl?: string; openFiles?: number; nodeArgs?: string[]; env?: Record<string, string>; reuse?: Skyport; build?: string; databaseUrl?: string; name?: string } = {}): Promise<Skyport> {
   const env: Record<string, string> = { ...cleanEnv(), LOG_LEVEL: 'warn', ...opts.env };
   let dataDir = opts.reuse?.dataDir;
   if (!dataDir) {
@@ -211,7 +225,7 @@ export async function startSkyport(store: Store, opts: { adminUrl?: string; open
     dataDir = dir;
   }
   env.DATA_DIR = dataDir;
-  if (store === 'postgres') env.DATABASE_URL = opts.reuse?.databaseUrl ?? await createDatabase(opts.adminUrl ?? DEFAULT_ADMIN_URL, 'skyport_bench');
+  if (store === 'postgres') env.DATABASE_URL = opts.databaseUrl ?? opts.reuse?.databaseUrl ?? await createDatabase(opts.adminUrl ?? DEFAULT_ADMIN_URL, 'skyport_bench');
   const port = await freePort();
   // The gateway gets a free port too: 1883 is taken on a machine that runs a broker.
   const mqttPort = await freePort();
@@ -230,7 +244,7 @@ export async function startSkyport(store: Store, opts: { adminUrl?: string; open
     if (m) inspectorUrl = m[1];
   });
   const url = `http://127.0.0.1:${port}`;
-  const name = `skyport (${store})`;
+  const name = opts.name ?? `skyport (${store})`;
   const healthy = (async () => {
     for (;;) {
       try {
