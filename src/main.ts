@@ -1,7 +1,6 @@
 import { VERSION } from './version.js';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Settings } from './config/settings.js';
-import { FailureLimiter } from './domain/failure-limiter.js';
 import { buildHttpApp } from './http/app.js';
 import { createMetrics, type Metrics } from './platform/metrics.js';
 import type { GatewayPorts } from './http/routes/gateway.routes.js';
@@ -36,6 +35,7 @@ import { createClaimService } from './services/claims.service.js';
 import { createAccountService } from './services/accounts.service.js';
 import { createAuditService } from './services/audit.service.js';
 import { createClientService } from './services/clients.service.js';
+import { createFailureLimiter } from './services/failure-limits.js';
 import { createMfaService } from './services/mfa.service.js';
 import { createOAuthService } from './services/oauth.service.js';
 import { createTokenService } from './services/tokens.service.js';
@@ -114,12 +114,7 @@ export interface Skyport {
 }
 
 function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics) {
-  const limiter = new FailureLimiter(clock, {
-    maxConsecutive: settings.loginMaxFailures,
-    lockoutSeconds: settings.loginLockoutSeconds,
-    maxPerWindow: settings.ipMaxFailures,
-    windowSeconds: settings.ipFailureWindowSeconds,
-  });
+  const limiter = createFailureLimiter('logins', { bus, clock, settings, log });
   const users = cacheUsers(createUsersRepository(db), caches);
   const audit = createAuditService({ repo: createAuditRepository(db), clock });
   const tokens = createTokenService({ db, repo: createTokensRepository(db), secrets, clock, settings, caches });
@@ -229,10 +224,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     bus, presence, clock, secrets, log,
     connectOutcome: (outcome) => metrics.deviceConnects.inc({ outcome }),
     // Failed device connects are limited per device and address, like client authentications.
-    limiter: new FailureLimiter(clock, {
-      maxConsecutive: settings.loginMaxFailures, lockoutSeconds: settings.loginLockoutSeconds,
-      maxPerWindow: settings.ipMaxFailures, windowSeconds: settings.ipFailureWindowSeconds,
-    }),
+    limiter: createFailureLimiter('connects', { bus, clock, settings, log }),
     authenticate: (id, secret) => services.deviceAuth.authenticate(id, secret),
     claim: (id, code) => services.claims.redeem(id, code),
     configHello: (id, hashes) => {

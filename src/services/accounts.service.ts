@@ -75,22 +75,22 @@ export function createAccountService(deps: {
    */
   async function verifyPassword(username: string, password: string, ip: string): Promise<UserRecord> {
     const key = `user:${username.toLowerCase()}`;
-    limiter.check(key, ip);
+    await limiter.check(key, ip);
     const user = username.length <= 254 ? await users.findByUsername(username) : undefined;
     const ok = await secrets.verifyPassword(user?.passwordHash ?? null, password);
     if (!user || !ok) {
-      limiter.fail(key, ip);
+      await limiter.fail(key, ip);
       if (user) await audit.record({ account: { kind: 'user', id: user.id }, type: 'user.login_failed', ip });
       // Unknown usernames lock out alike, so that the answer does not tell which accounts exist.
       try {
-        limiter.check(key, ip);
+        await limiter.check(key, ip);
       } catch (lock) {
         if (user) await audit.record({ account: { kind: 'user', id: user.id }, type: 'user.locked_out', ip });
         throw lock;
       }
       throw new DomainError('invalid_grant', 'User credentials are invalid');
     }
-    limiter.succeed(key);
+    await limiter.succeed(key);
     return user;
   }
 

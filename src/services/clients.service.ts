@@ -101,11 +101,11 @@ export function createClientService(deps: {
       // let anyone stop a product's back-end, or every particle-cli login, with a few wrong
       // secrets. Guessing a 160-bit secret gains nothing, and the per-address budget still applies.
       const key = `client:${id}@${ip}`;
-      limiter.check(key, ip);
+      await limiter.check(key, ip);
       if (publicDigest !== undefined) {
         if (secret !== undefined && secrets.sameDigest(publicDigest, secrets.sha256(secret))) return { kind: 'public', id };
         if (secret === undefined) throw new DomainError('invalid_client', 'Missing client_secret parameter');
-        limiter.fail(key, ip);
+        await limiter.fail(key, ip);
         throw new DomainError('invalid_client', 'Client credentials are invalid');
       }
       const record = await find(id);
@@ -116,11 +116,11 @@ export function createClientService(deps: {
       // Hash even for an unknown client, so that timing does not tell which IDs exist.
       const given = secrets.sha256(secret);
       if (!record || !secrets.sameDigest(record.secretHash, given)) {
-        limiter.fail(key, ip);
+        await limiter.fail(key, ip);
         if (record) void audit.record({ account: record.owner, type: 'client.auth_failed', ip, details: { client_id: id } });
         throw new DomainError('invalid_client', 'Client credentials are invalid');
       }
-      limiter.succeed(key);
+      await limiter.succeed(key);
       return { kind: 'registered', id, record };
     },
 

@@ -61,16 +61,16 @@ export function createCustomerService(deps: {
     },
     async verifyPassword(productId, email, password, ip) {
       const key = `customer:${productId}:${email.toLowerCase()}`;
-      limiter.check(key, ip);
+      await limiter.check(key, ip);
       const c = /^\d+$/.test(productId) && email.length <= 254 ? await repo.findByEmail(Number(productId), email) : undefined;
       // Shadow customers have no password and can never log in with one.
       const ok = await secrets.verifyPassword(c?.passwordHash ?? null, password);
       if (!c || !ok) {
-        limiter.fail(key, ip);
+        await limiter.fail(key, ip);
         if (c) await audit.record({ account: { kind: 'customer', id: c.id }, type: 'customer.login_failed', ip });
         return undefined;
       }
-      limiter.succeed(key);
+      await limiter.succeed(key);
       return { id: c.id, email: c.email };
     },
   };

@@ -126,7 +126,7 @@ function world() {
     bus, clock, log: () => silent,
     secrets: { token: () => `req${++requests}` },
     presence: { connected() {}, disconnected() {}, heard() {}, describe() {}, settle: async () => undefined },
-    limiter: new FailureLimiter(clock, { maxConsecutive: 10, lockoutSeconds: 60, maxPerWindow: 100, windowSeconds: 60 }),
+    limiter: new FailureLimiter(clock, { maxConsecutive: 10, lockoutSeconds: 60, maxPerWindow: 100, windowSeconds: 60 }, { shared: () => bus.shared.table('connects', 60_000) }),
     authenticate: async (id, secret) => (secret === SECRET
       ? { id, platformId: 12, productId: 1, owner: OWNER, functions: [], variables: {}, systemFirmwareVersion: '5.8.0' } as unknown as DeviceRecord
       : null),

@@ -1,5 +1,6 @@
 import type { IConnectPacket } from 'mqtt-packet';
 import { isDeviceId } from '../../domain/devices.js';
+import { isDomainError } from '../../domain/errors.js';
 import { parseDeviceTopic } from '../../domain/device-protocol.js';
 import type { Session } from '../session.js';
 import { send } from '../outgoing.js';
@@ -47,21 +48,27 @@ async function accept(s: Session, packet: IConnectPacket): Promise<boolean> {
   if (!isDeviceId(id) || (packet.clientId && packet.clientId.toLowerCase() !== id)) return refuse(s, 'identifier');
   const key = `device:${id}@${ip}`;
   try {
-    ctx.limiter.check(key, ip);
-  } catch {
+    await ctx.limiter.check(key, ip);
+  } catch (err) {
+    if (!isDomainError(err)) throw err;
     ctx.log.warn({ device: id, ip }, 'device connect refused: too many failures from this address');
     return refuse(s, 'banned');
   }
   const secret = packet.password ? packet.password.toString('utf8') : '';
   const device = await ctx.authenticate(id, secret);
+  // Counted even when the socket has gone meanwhile (hanging up early must not spare a wrong secret).
+  const counted = await (device ? ctx.limiter.succeed(key) : ctx.limiter.fail(key, ip)).then(() => true, (err: unknown) => {
+    // A flood of failures on this device and address right now (docs/security.md, "Lock-out in a cluster").
+    if (isDomainError(err)) return false;
+    throw err;
+  });
   if (s.state !== 'authenticating') return false; // the socket went away meanwhile
+  if (!counted) return refuse(s, 'banned');
   if (!device) {
-    ctx.limiter.fail(key, ip);
     ctx.log.info({ device: id, ip }, 'device connect refused: unknown device or wrong secret');
     return refuse(s, 'credentials');
   }
   if (ctx.closing()) return refuse(s, 'unavailable');
-  ctx.limiter.succeed(key);
   s.device = device;
   // A will is kept only if it is an event the device may publish (docs/device-protocol.md).
   if (packet.will && parseDeviceTopic(id, packet.will.topic)?.kind === 'event') {
