@@ -1,5 +1,5 @@
 import type { Bus } from '../bus/bus.js';
-import { memoryTables } from '../bus/shared.js';
+import { memoryTables, type SharedTable } from '../bus/shared.js';
 import type { Settings } from '../config/settings.js';
 import { FailureLimiter } from '../domain/failure-limiter.js';
 import type { Clock } from '../platform/clock.js';
@@ -27,8 +27,9 @@ export function createFailureLimiter(name: 'logins' | 'connects', deps: {
   };
   const ttlMs = FailureLimiter.ttlMs(options);
   const local = memoryTables(clock);
+  const index = indexOf(name, bus, clock, ttlMs);
   return new FailureLimiter(clock, options, {
-    shared: () => bus.shared.table(name, ttlMs),
+    shared: async () => index.over(await bus.shared.table(name, ttlMs)),
     local: () => local.table(name, ttlMs),
     reachable: () => bus.state() === 'up',
     switched: (toLocal, err) => {
@@ -36,4 +37,62 @@ export function createFailureLimiter(name: 'logins' | 'connects', deps: {
       else deps.log().info({ limiter: name }, 'failure counters shared again');
     },
   });
+}
+
+/**
+ * Which keys of the shared table hold an entry, known on every node: a key nobody failed on
+ * (nearly every login, client authentication and device connect) is answered from memory, with no
+ * round trip to NATS. Every write is announced to all nodes (the notice `limits.<name>`), and a
+ * node lists the table's keys when it first uses it and again whenever its bus comes back, so
+ * that what was written while it was away is known. A failure counted on another node in the
+ * last millisecond or so may not be known yet: a race the attacker cannot widen.
+ */
+function indexOf(name: string, bus: Bus, clock: Clock, ttlMs: number) {
+  const known = new Map<string, number>();
+  const note = (id: string) => known.set(id, clock.nowMs() + ttlMs);
+  bus.listen(`limits.${name}`, (ids) => { if (Array.isArray(ids)) for (const id of ids) if (typeof id === 'string') note(id); });
+  const holds = (id: string) => {
+    const until = known.get(id);
+    if (until !== undefined && until <= clock.nowMs()) known.delete(id);
+    return until !== undefined && until > clock.nowMs();
+  };
+  // The listing of the table's keys, under way or done; made again once the bus is back.
+  let listing: { done: boolean } | null = null;
+  let wasUp = true;
+  const listed = (table: SharedTable): boolean => {
+    const up = bus.state() === 'up';
+    if (up && !wasUp) listing = null;
+    wasUp = up;
+    if (listing === null) {
+      const current = { done: false };
+      listing = current;
+      table.keys().then((ids) => { for (const id of ids) note(id); current.done = true; }, () => { if (listing === current) listing = null; });
+    }
+    return listing.done;
+  };
+  const written = (id: string) => {
+    note(id);
+    bus.notify(`limits.${name}`, [id]);
+  };
+  return {
+    over: (table: SharedTable): SharedTable => ({
+      async get(id) {
+        if (listed(table) && !holds(id)) return null;
+        return table.get(id);
+      },
+      async swap(id, value, revision) {
+        const done = await table.swap(id, value, revision);
+        // Lost to a writer this node had not heard of yet: its next read asks the table.
+        if (done) written(id);
+        else note(id);
+        return done;
+      },
+      async put(id, value) {
+        await table.put(id, value);
+        written(id);
+      },
+      delete: (id) => table.delete(id),
+      keys: () => table.keys(),
+    }),
+  };
 }
