@@ -209,9 +209,12 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     ...services,
     version: VERSION,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
-    health: async () => {
-      await db.query('SELECT 1');
-      return db.kind;
+    health: {
+      storage: db.kind,
+      check: async () => { await db.query('SELECT 1'); },
+      role: settings.role,
+      nodeId: bus.nodeId,
+      nats: settings.natsUrl ? () => bus.state() : undefined,
     },
   });
 
