@@ -9,9 +9,10 @@ import { every } from './ticker.js';
  * devices offline (presence.ts).
  *
  * A node that was cut off (from NATS) long enough for its lease to lapse finds its entry gone at
- * its next renewal: `lapsed` is then called, to say again which devices it holds; and once more
- * at the renewal after, since the leader may have read the lease as gone just before the node
- * wrote it again, and set the devices offline just after the node had said so.
+ * its next renewal, writes it again and then calls `lapsed`, to say again which devices it
+ * holds (retried at each renewal until it succeeds). A leader's check that read the lease as
+ * gone just before it was written again does not undo that: it sets offline only devices not
+ * heard of since it read the leases (presence.ts).
  */
 export interface Lease {
   /** Resolves after the first attempt to write the lease (it may have failed: it is retried). */
@@ -23,7 +24,7 @@ export interface Lease {
 export function holdLease(options: { table: SharedTable; nodeId: string; ttlMs: number; log: () => Log; lapsed: () => Promise<void> }): Lease {
   const periodMs = Math.max(100, Math.floor(options.ttlMs / 3));
   let held = false;
-  let again = 0;
+  let pending = false;
   const ticks = every(periodMs, async () => {
     let had: boolean;
     try {
@@ -36,15 +37,14 @@ export function holdLease(options: { table: SharedTable; nodeId: string; ttlMs: 
     }
     if (!had) {
       if (held) options.log().warn({ node: options.nodeId }, 'cluster: this node\'s lease had lapsed; saying again which devices it holds');
-      again = 2;
+      pending = true;
     }
     held = true;
-    if (again === 0) return;
-    again--;
+    if (!pending) return;
     try {
       await options.lapsed();
+      pending = false;
     } catch (err) {
-      again = Math.max(again, 1);
       options.log().warn({ err }, 'cluster: the devices held here could not be stored online again');
     }
   });

@@ -59,13 +59,15 @@ export function createClusterPresence(deps: {
      * lapsed (or that name no node) have their devices set offline. Answers how many.
      */
     async releaseLapsed(): Promise<number> {
-      const nodes = await deps.repo.onlineNodes();
+      const { nodes, at } = await deps.repo.onlineNodes();
       const lapsed: Array<string | null> = [];
       for (const node of nodes) {
         if (node === null || (await deps.leases.get(node)) === null) lapsed.push(node);
       }
       if (lapsed.length === 0) return 0;
-      const rows = await deps.repo.release(lapsed);
+      // Only devices not heard of since the leases were read: a node whose lease came back
+      // meanwhile and said its devices again keeps them (the store's clock on both sides).
+      const rows = await deps.repo.release(lapsed, at);
       if (rows.length > 0) deps.log().warn({ nodes: lapsed, devices: rows.length }, 'cluster: nodes gone without a goodbye; their devices are offline');
       announce(rows, 'offline');
       return rows.length;

@@ -98,51 +98,63 @@ export function createPresenceRepository(db: Queryable) {
 
     /**
      * The nodes that hold online devices, by the store (null: online rows that name no node,
-     * written before nodes were recorded). One index probe per node, however many devices.
+     * written before nodes were recorded), and the store's time when it read them. One index
+     * probe per node, however many devices.
      */
-    async onlineNodes(): Promise<Array<string | null>> {
-      const rows = await db.query<{ node_id: string | null }>(
+    async onlineNodes(): Promise<{ nodes: Array<string | null>; at: Date }> {
+      const rows = await db.query<{ node_id: string | null; at: Date }>(
         `WITH RECURSIVE n(node_id) AS (
            (SELECT node_id FROM devices WHERE online AND node_id IS NOT NULL ORDER BY node_id LIMIT 1)
            UNION ALL
            SELECT (SELECT node_id FROM devices WHERE online AND node_id > n.node_id ORDER BY node_id LIMIT 1) FROM n WHERE n.node_id IS NOT NULL
          )
-         SELECT node_id FROM n WHERE node_id IS NOT NULL
+         SELECT node_id, now() AS at FROM n WHERE node_id IS NOT NULL
          UNION ALL
-         SELECT NULL WHERE EXISTS (SELECT 1 FROM devices WHERE online AND node_id IS NULL)`,
+         SELECT NULL, now() WHERE EXISTS (SELECT 1 FROM devices WHERE online AND node_id IS NULL)`,
       );
-      return rows.map((r) => r.node_id);
+      const at = rows[0]?.at;
+      return { nodes: rows.map((r) => r.node_id), at: at ? new Date(at) : new Date(0) };
     },
 
     /**
      * Sets offline the devices whose rows name one of `nodes` (null: name none): nodes that are
-     * gone. Answers the devices changed, with their scope (for their presence events).
+     * gone. With `heardBefore`, only those heard of before then: a node that said its devices
+     * again since (`reassert`) keeps them. Answers the devices changed, with their scope (for
+     * their presence events).
      */
-    async release(nodes: Array<string | null>): Promise<PresenceOwnerRow[]> {
+    async release(nodes: Array<string | null>, heardBefore?: Date): Promise<PresenceOwnerRow[]> {
       const named = nodes.filter((n): n is string => n !== null);
       const rows = await db.query<OwnerRow>(
         `UPDATE devices SET online = false, node_id = NULL
          WHERE online AND (node_id = ANY($1::text[]) OR ($2 AND node_id IS NULL))
+           AND ($3::timestamptz IS NULL OR last_heard IS NULL OR last_heard < $3::timestamptz)
          RETURNING id, owner_kind, owner_id, product_id`,
-        [named, nodes.includes(null)],
+        [named, nodes.includes(null), heardBefore ?? null],
       );
       return rows.map(toOwnerRow);
     },
 
     /**
      * A node whose lease had lapsed says again which devices it holds: those of `ids` that the
-     * store now says are offline become online on `node`. A device online on another node (it
-     * reconnected there) is left alone. Answers the devices changed.
+     * store says are offline, or online on this node, are online on `node`, heard of now (by the
+     * store's clock: a leader's check that read the lease before it was written again leaves
+     * them, see `release`). A device online on another node (it reconnected there) is left
+     * alone. Answers the devices that were offline.
      */
     async reassert(node: string, ids: string[]): Promise<PresenceOwnerRow[]> {
       if (ids.length === 0) return [];
-      const rows = await db.query<OwnerRow>(
-        `UPDATE devices SET online = true, node_id = $1
-         WHERE id = ANY($2::text[]) AND NOT online
-         RETURNING id, owner_kind, owner_id, product_id`,
+      const rows = await db.query<OwnerRow & { was: boolean }>(
+        `WITH held AS (
+           SELECT id, online AS was FROM devices
+           WHERE id = ANY($2::text[]) AND (NOT online OR node_id = $1)
+           ORDER BY id FOR UPDATE
+         )
+         UPDATE devices d SET online = true, node_id = $1, last_heard = GREATEST(d.last_heard, now())
+         FROM held WHERE d.id = held.id
+         RETURNING d.id, d.owner_kind, d.owner_id, d.product_id, held.was`,
         [node, ids],
       );
-      return rows.map(toOwnerRow);
+      return rows.filter((r) => !r.was).map(toOwnerRow);
     },
   };
 }
