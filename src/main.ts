@@ -47,6 +47,8 @@ import type { Bus } from './bus/bus.js';
 import { createInProcessBus } from './bus/in-process.js';
 import { createNatsBus } from './bus/nats.js';
 import { createGateway, type Gateway } from './gateway/gateway.js';
+import { startClusterDuties, type ClusterDuties } from './cluster/index.js';
+import { forgetEverywhere } from './cluster/presence.js';
 import { listenGateway } from './gateway/listeners.js';
 import { createPresenceRepository } from './repositories/presence.repository.js';
 import { createPresenceService } from './services/presence.service.js';
@@ -90,13 +92,15 @@ export interface SkyportOptions {
 export interface Seams {
   /** Wraps what configuration delivery reads (e.g. to hold a fan-out's read back until a later write was delivered). */
   configReader?: (reader: ConfigReader) => ConfigReader;
+  /** The expiry sweeps' period instead of ten minutes, and a hook told of each sweep this node runs. */
+  expirySweep?: { everyMs: number; swept(): void };
 }
 
 export interface ListenAddresses {
-  /** http://host:port of the REST API. */
+  /** http://host:port of the REST API (on a gateway node: of /healthz and /metrics only). */
   url: string;
-  /** mqtt://host:port (or mqtts://) of the device gateway. */
-  mqttUrl: string;
+  /** mqtt://host:port (or mqtts://) of the device gateway; none on an `api` node, which holds no devices. */
+  mqttUrl: string | undefined;
   /** ws://host:port/mqtt when MQTT over WebSocket is on. */
   wsUrl: string | undefined;
 }
@@ -211,15 +215,22 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     ...services,
     version: VERSION,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
-    health: async () => {
-      await db.query('SELECT 1');
-      return db.kind;
+    health: {
+      storage: db.kind,
+      check: async () => { await db.query('SELECT 1'); },
+      role: settings.role,
+      nodeId: bus.nodeId,
+      nats: settings.natsUrl ? () => bus.state() : undefined,
     },
   });
 
   logs.app = app.log;
   const log = () => app.log;
-  const presence = createPresenceService({ repo: createPresenceRepository(db), clock, log, batchWindowMs: windowFor(db.kind), changed: (id) => services.devicesRepo.forget(id) });
+  const presenceRepo = createPresenceRepository(db);
+  const presence = createPresenceService({
+    repo: presenceRepo, clock, log, node: bus.nodeId, batchWindowMs: windowFor(db.kind), changed: (id) => services.devicesRepo.forget(id),
+    ...(settings.natsUrl ? { stored: forgetEverywhere(bus) } : {}),
+  });
   const gateway = createGateway({
     bus, presence, clock, secrets, log,
     connectOutcome: (outcome) => metrics.deviceConnects.inc({ outcome }),
@@ -235,11 +246,17 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   });
   held.gateway = gateway;
   let listeners: { close(): Promise<void> } | undefined;
+  // In a cluster: the node's lease, the leader's presence check (docs/architecture.md, "Presence and node leases").
+  let duties: ClusterDuties | undefined;
 
-  // Expired tokens, MFA challenges and claim codes are swept every ten minutes; they are refused anyway.
+  // Expired tokens, MFA challenges and claim codes are swept every ten minutes; they are refused
+  // anyway. In a cluster the leader sweeps, once for all nodes (docs/architecture.md, "Once per cluster").
+  const swept = options.seams?.expirySweep;
   const sweep = setInterval(() => {
+    if (settings.natsUrl && !duties?.leader.leads()) return;
+    swept?.swept();
     void Promise.all([services.tokens.purgeExpired(), services.mfa.purgeExpired(), services.claims.purgeExpired()]).catch((err) => app.log.warn({ err }, 'expiry sweep failed'));
-  }, 10 * 60 * 1000);
+  }, swept?.everyMs ?? 10 * 60 * 1000);
   sweep.unref();
 
   let closed = false;
@@ -254,18 +271,28 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       const host = overrides.host ?? settings.host;
       // One node holds every connection, so whatever the store says, no device is online yet.
       if (!options.bus && !settings.natsUrl) await presence.markAllOffline();
+      // A cluster node takes its lease before it takes devices (docs/architecture.md, "Presence and node leases").
+      if (settings.natsUrl && !duties) {
+        duties = await startClusterDuties({
+          bus, leaseSeconds: settings.nodeLeaseSeconds, presence: presenceRepo, held: () => gateway.held(),
+          forget: (id) => services.devicesRepo.forget(id), clock, log,
+        });
+      }
       await app.listen({ host, port: overrides.port ?? settings.port });
+      const address = app.server.address();
+      const port = typeof address === 'object' && address ? address.port : settings.port;
+      const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+      const url = `http://${shown}:${port}`;
+      // An API node holds no device connections: no MQTT port (docs/operations.md, "Roles").
+      if (settings.role === 'api') return { url, mqttUrl: undefined, wsUrl: undefined };
       const tls = settings.mqttTlsCert && settings.mqttTlsKey ? { certFile: settings.mqttTlsCert, keyFile: settings.mqttTlsKey } : undefined;
       try {
         const wsPort = 'mqttWsPort' in overrides ? overrides.mqttWsPort : settings.mqttWsPort;
         const opened = await listenGateway(gateway, { host, port: overrides.mqttPort ?? settings.mqttPort, tls, wsPort, trustProxy: settings.trustProxy });
         listeners = opened;
         gatewayPorts = { mqttPort: opened.mqttPort, wsPort: opened.wsPort, tls: tls !== undefined };
-        const address = app.server.address();
-        const port = typeof address === 'object' && address ? address.port : settings.port;
-        const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
         return {
-          url: `http://${shown}:${port}`,
+          url,
           mqttUrl: `${tls ? 'mqtts' : 'mqtt'}://${shown}:${opened.mqttPort}`,
           wsUrl: opened.wsPort === undefined ? undefined : `ws://${shown}:${opened.wsPort}/mqtt`,
         };
@@ -283,6 +310,8 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       const stopped = listeners?.close();
       await gateway.close(settings.shutdownGraceSeconds * 1000);
       await stopped;
+      // Its devices are stored offline: the lease goes, and another node leads.
+      await duties?.close();
       await app.close();
       caches.close();
       await bus.close();

@@ -3,8 +3,8 @@ import type { Clock } from '../platform/clock.js';
 /**
  * Small tables every node of a cluster reads and writes: failure counters of logins and device
  * connects (domain/failure-limiter.ts), node leases and the leader of once-per-cluster work
- * (cluster/leases.ts). On one node they live in memory; in a cluster they are NATS key-value
- * buckets whose entries expire on their own (bus/nats.ts). Values are short strings.
+ * (cluster/lease.ts, cluster/leader.ts). On one node they live in memory; in a cluster they are
+ * NATS key-value buckets whose entries expire on their own (bus/nats.ts). Values are short strings.
  */
 export interface SharedEntry {
   value: string;

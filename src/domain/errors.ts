@@ -47,9 +47,11 @@ export const ERRORS = {
   invalid_configuration: { status: 400, summary: 'Configuration values were refused (types, bounds, unknown modules or keys, scope rules, or a module too large for a device); `violations` lists each with a JSON pointer, and nothing was changed.' },
   payload_too_large: { status: 413, summary: 'The request body is larger than the server accepts.' },
   unsupported_media_type: { status: 415, summary: 'The Content-Type is not one this endpoint accepts.' },
+  // Cluster roles (docs/operations.md, "Roles")
+  misdirected_request: { status: 421, summary: 'This node runs with --role gateway and does not serve the REST API (only GET /healthz and GET /metrics); send the request to a node with role all or api.' },
   rate_limit_exceeded: { status: 429, summary: 'Too many requests or failed attempts; retry after the number of seconds in Retry-After.' },
   server_error: { status: 500, summary: 'An unexpected failure; the body carries only a request id to quote when reporting it.' },
-  service_unavailable: { status: 503, summary: 'The server is starting or shutting down, or storage is unreachable.' },
+  service_unavailable: { status: 503, summary: 'The server is starting or shutting down, or storage (or, in a cluster, NATS) is unreachable.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;

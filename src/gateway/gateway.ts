@@ -201,6 +201,8 @@ export function createGateway(deps: GatewayDeps) {
     sweep,
     /** Whether this gateway holds the device's connection. */
     holds: (deviceId: string): boolean => byDevice.has(deviceId),
+    /** The devices whose connections this gateway holds now (a cluster node says them again after its lease lapsed). */
+    held: (): string[] => [...byDevice.keys()],
     /** Devices connected now. */
     get size(): number {
       return byDevice.size;

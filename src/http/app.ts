@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
@@ -24,7 +24,7 @@ import type { DeviceCallService } from '../services/device-calls.service.js';
 import type { EventService } from '../services/events.service.js';
 import { createGuard } from './auth.js';
 import { productScope } from './product-scope.js';
-import { frameworkError, installErrorHandling, requestIdOf, stampRequestId } from './error-handler.js';
+import { frameworkError, installErrorHandling, requestIdOf, sendError, stampRequestId } from './error-handler.js';
 import { allowListedOrigins } from './cors.js';
 import { metricsRoutes } from './metrics.js';
 import type { Metrics } from '../platform/metrics.js';
@@ -33,7 +33,7 @@ import { lazyChildLogger, loggerOptions } from './logging.js';
 import { ErrorBody } from './schemas.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
 import { clientRoutes, productClientRoutes } from './routes/clients.routes.js';
-import { healthRoutes } from './routes/health.routes.js';
+import { healthRoutes, type HealthDeps } from './routes/health.routes.js';
 import { gatewayRoutes, type GatewayPorts } from './routes/gateway.routes.js';
 import { oauthRoutes } from './routes/oauth.routes.js';
 import { oauthMetadataRoutes } from './routes/oauth-metadata.routes.js';
@@ -56,7 +56,8 @@ export interface HttpDeps {
   deviceCalls: DeviceCallService;
   events: EventService;
   config: Configuration;
-  health(): Promise<string>;
+  /** What GET /healthz checks and reports. */
+  health: HealthDeps;
   metrics: Metrics;
   /** The device gateway's ports (known once it listens), for GET /v1/device_gateway. */
   gatewayPorts(): GatewayPorts;
@@ -105,8 +106,11 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     },
   });
   app.addSchema(ErrorBody);
-  const withConsole = consoleBuilt();
-  installErrorHandling(app, withConsole ? consolePage : undefined);
+  // A gateway node holds device connections; its HTTP port serves probes and scrapes only
+  // (docs/operations.md, "Roles"), and says so to whatever else reaches it.
+  const gatewayOnly = deps.settings.role === 'gateway';
+  const withConsole = !gatewayOnly && consoleBuilt();
+  installErrorHandling(app, gatewayOnly ? notServedHere : withConsole ? consolePage : undefined);
   app.decorateRequest('auth', null);
 
   // Both hooks are synchronous and take `done`: they run on every request, and a callback hook
@@ -129,7 +133,11 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
 
   metricsRoutes(app, deps.metrics, deps.settings);
   const guard = createGuard(deps.tokens);
-  healthRoutes(app, { check: deps.health });
+  healthRoutes(app, deps.health);
+  if (gatewayOnly) {
+    await app.ready();
+    return app;
+  }
   oauthRoutes(app, { oauth: deps.oauth, clients: deps.clients });
   oauthMetadataRoutes(app, { grantTypes: deps.oauth.grantTypes, publicUrl: deps.settings.publicUrl });
   accessTokenRoutes(app, { tokens: deps.tokens, audit: deps.audit, guard });
@@ -156,6 +164,10 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   if (withConsole) await consolePages(app);
   await app.ready();
   return app;
+}
+
+function notServedHere(req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendError(reply, new DomainError('misdirected_request', `This node runs with --role gateway: it holds device connections and serves only GET /healthz and GET /metrics over HTTP. Send ${req.method} ${req.url.split('?')[0]} to a node with role all or api`), req.id);
 }
 
 function containsNul(value: unknown): boolean {

@@ -1,5 +1,6 @@
 import type { Queryable } from '../storage/db.js';
 import type { Hello } from '../domain/device-protocol.js';
+import type { DeviceOwner } from './devices.repository.js';
 
 /** One presence change of a device, as the gateway saw it. */
 export interface PresenceChange {
@@ -10,17 +11,32 @@ export interface PresenceChange {
   ip?: string | null;
 }
 
+/** A device whose presence changed, with the scope its presence event goes to. */
+export interface PresenceOwnerRow { id: string; owner: DeviceOwner | null; productId: number | null }
+interface OwnerRow { id: string; owner_kind: 'user' | 'customer' | null; owner_id: string | null; product_id: number | string | null }
+const toOwnerRow = (r: OwnerRow): PresenceOwnerRow => ({
+  id: r.id,
+  owner: r.owner_kind && r.owner_id ? { kind: r.owner_kind, id: r.owner_id } : null,
+  productId: r.product_id === null ? null : Number(r.product_id),
+});
+
 /** The fields a `hello` sets; those it leaves out keep what an earlier one said. */
 const definedOf = (hello: Hello): Partial<Hello> => Object.fromEntries(Object.entries(hello).filter(([, v]) => v !== undefined && v !== null)) as Partial<Hello>;
 
 /**
- * Writes of the device gateway: presence (online, last_heard, last_handshake_at,
- * last_ip_address) in batches, and what a device says about itself (`hello`).
+ * Writes of the device gateway: presence (online, the node holding the connection, last_heard,
+ * last_handshake_at, last_ip_address) in batches, and what a device says about itself (`hello`).
  */
 export function createPresenceRepository(db: Queryable) {
   return {
-    /** Applies many changes in one statement; for one device the last change of the batch wins. */
-    async apply(changes: PresenceChange[]): Promise<void> {
+    /**
+     * Applies many changes of this node's gateway (`node`, docs/architecture.md, "Presence and
+     * node leases") in one statement; for one device the last change of the batch wins. A connect
+     * names this node, unless the row already names another node for a newer connect (the
+     * device moved on before this batch was written); a disconnect applies only while the row
+     * names this node (or none): a device that reconnected elsewhere meanwhile stays online.
+     */
+    async apply(changes: PresenceChange[], node: string): Promise<void> {
       if (changes.length === 0) return;
       const last = new Map<string, PresenceChange & { connectedAt: Date | null; ip: string | null }>();
       for (const c of changes) {
@@ -31,15 +47,20 @@ export function createPresenceRepository(db: Queryable) {
         last.set(c.id, { ...c, online, connectedAt, ip });
       }
       const rows = [...last.values()];
+      // Whether this batch's connect is the device's newest (the row is this node's, offline, or
+      // names another node for an older connect); and whether the row is this node's to change.
+      const claims = '(c.handshake IS NOT NULL AND (NOT d.online OR d.node_id IS NULL OR d.node_id = $6 OR d.last_handshake_at IS NULL OR c.handshake >= d.last_handshake_at))';
+      const ours = `(${claims} OR d.node_id IS NULL OR d.node_id = $6)`;
       await db.query(
         `UPDATE devices d SET
-           online = COALESCE(c.online, d.online),
+           online = CASE WHEN c.online IS NULL OR NOT ${ours} THEN d.online ELSE c.online END,
+           node_id = CASE WHEN c.online IS NULL OR NOT ${ours} THEN d.node_id WHEN c.online THEN $6 ELSE NULL END,
            last_heard = GREATEST(COALESCE(d.last_heard, c.at), c.at),
-           last_handshake_at = COALESCE(c.handshake, d.last_handshake_at),
-           last_ip_address = COALESCE(c.ip, d.last_ip_address)
+           last_handshake_at = CASE WHEN ${claims} THEN c.handshake ELSE d.last_handshake_at END,
+           last_ip_address = CASE WHEN ${claims} THEN COALESCE(c.ip, d.last_ip_address) ELSE d.last_ip_address END
          FROM unnest($1::text[], $2::boolean[], $3::timestamptz[], $4::timestamptz[], $5::text[]) AS c(id, online, at, handshake, ip)
          WHERE d.id = c.id`,
-        [rows.map((r) => r.id), rows.map((r) => r.online), rows.map((r) => r.at), rows.map((r) => r.connectedAt), rows.map((r) => r.ip)],
+        [rows.map((r) => r.id), rows.map((r) => r.online), rows.map((r) => r.at), rows.map((r) => r.connectedAt), rows.map((r) => r.ip), node],
       );
     },
 
@@ -72,7 +93,68 @@ export function createPresenceRepository(db: Queryable) {
 
     /** At the start of a single-node cloud no device is connected, whatever the store says. */
     async markAllOffline(): Promise<void> {
-      await db.query('UPDATE devices SET online = false WHERE online');
+      await db.query('UPDATE devices SET online = false, node_id = NULL WHERE online');
+    },
+
+    /**
+     * The nodes that hold online devices, by the store (null: online rows that name no node,
+     * written before nodes were recorded), and the store's time when it read them. One index
+     * probe per node, however many devices.
+     */
+    async onlineNodes(): Promise<{ nodes: Array<string | null>; at: Date }> {
+      const rows = await db.query<{ node_id: string | null; at: Date }>(
+        `WITH RECURSIVE n(node_id) AS (
+           (SELECT node_id FROM devices WHERE online AND node_id IS NOT NULL ORDER BY node_id LIMIT 1)
+           UNION ALL
+           SELECT (SELECT node_id FROM devices WHERE online AND node_id > n.node_id ORDER BY node_id LIMIT 1) FROM n WHERE n.node_id IS NOT NULL
+         )
+         SELECT node_id, now() AS at FROM n WHERE node_id IS NOT NULL
+         UNION ALL
+         SELECT NULL, now() WHERE EXISTS (SELECT 1 FROM devices WHERE online AND node_id IS NULL)`,
+      );
+      const at = rows[0]?.at;
+      return { nodes: rows.map((r) => r.node_id), at: at ? new Date(at) : new Date(0) };
+    },
+
+    /**
+     * Sets offline the devices whose rows name one of `nodes` (null: name none): nodes that are
+     * gone. With `heardBefore`, only those heard of before then: a node that said its devices
+     * again since (`reassert`) keeps them. Answers the devices changed, with their scope (for
+     * their presence events).
+     */
+    async release(nodes: Array<string | null>, heardBefore?: Date): Promise<PresenceOwnerRow[]> {
+      const named = nodes.filter((n): n is string => n !== null);
+      const rows = await db.query<OwnerRow>(
+        `UPDATE devices SET online = false, node_id = NULL
+         WHERE online AND (node_id = ANY($1::text[]) OR ($2 AND node_id IS NULL))
+           AND ($3::timestamptz IS NULL OR last_heard IS NULL OR last_heard < $3::timestamptz)
+         RETURNING id, owner_kind, owner_id, product_id`,
+        [named, nodes.includes(null), heardBefore ?? null],
+      );
+      return rows.map(toOwnerRow);
+    },
+
+    /**
+     * A node whose lease had lapsed says again which devices it holds: those of `ids` that the
+     * store says are offline, or online on this node, are online on `node`, heard of now (by the
+     * store's clock: a leader's check that read the lease before it was written again leaves
+     * them, see `release`). A device online on another node (it reconnected there) is left
+     * alone. Answers the devices that were offline.
+     */
+    async reassert(node: string, ids: string[]): Promise<PresenceOwnerRow[]> {
+      if (ids.length === 0) return [];
+      const rows = await db.query<OwnerRow & { was: boolean }>(
+        `WITH held AS (
+           SELECT id, online AS was FROM devices
+           WHERE id = ANY($2::text[]) AND (NOT online OR node_id = $1)
+           ORDER BY id FOR UPDATE
+         )
+         UPDATE devices d SET online = true, node_id = $1, last_heard = GREATEST(d.last_heard, now())
+         FROM held WHERE d.id = held.id
+         RETURNING d.id, d.owner_kind, d.owner_id, d.product_id, held.was`,
+        [node, ids],
+      );
+      return rows.filter((r) => !r.was).map(toOwnerRow);
     },
   };
 }

@@ -10,9 +10,17 @@ import { createBatcher } from '../storage/batcher.js';
  * connect and disconnect in order. Failures are logged: presence is advisory, the gateway's
  * connection table is the truth for calls.
  */
-export function createPresenceService(deps: { repo: PresenceRepository; clock: Clock; log: () => Log; changed?: (id: string) => void; batchWindowMs?: number }) {
+export function createPresenceService(deps: {
+  repo: PresenceRepository; clock: Clock; log: () => Log; changed?: (id: string) => void; batchWindowMs?: number;
+  /** The node whose gateway reports (the bus's nodeId): the store names it for each connected device. */
+  node?: string;
+  /** Told after a connect or a disconnect was stored (a cluster tells the other nodes' caches). */
+  stored?: (id: string) => void;
+}) {
   const changed = deps.changed ?? (() => undefined);
-  const batcher = createBatcher<PresenceChange>((changes) => deps.repo.apply(changes), { maxBatch: 2000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
+  const stored = deps.stored ?? (() => undefined);
+  const node = deps.node ?? 'local';
+  const batcher = createBatcher<PresenceChange>((changes) => deps.repo.apply(changes, node), { maxBatch: 2000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
   const hellos = createBatcher<{ id: string; hello: Hello; at: Date }>((list) => deps.repo.describeMany(list), { maxBatch: 1000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
   const outstanding = new Set<Promise<void>>();
   /** The latest `hello` write per device, so that what depends on it (configuration) can wait. */
@@ -26,10 +34,10 @@ export function createPresenceService(deps: { repo: PresenceRepository; clock: C
 
   return {
     connected(id: string, ip: string): void {
-      track(batcher.add({ id, online: true, at: deps.clock.now(), ip }).finally(() => changed(id)), 'connect');
+      track(batcher.add({ id, online: true, at: deps.clock.now(), ip }).finally(() => { changed(id); stored(id); }), 'connect');
     },
     disconnected(id: string): void {
-      track(batcher.add({ id, online: false, at: deps.clock.now() }).finally(() => changed(id)), 'disconnect');
+      track(batcher.add({ id, online: false, at: deps.clock.now() }).finally(() => { changed(id); stored(id); }), 'disconnect');
     },
     heard(id: string): void {
       track(batcher.add({ id, online: null, at: deps.clock.now() }).finally(() => changed(id)), 'last_heard');

@@ -30,9 +30,11 @@ export async function fakeDevice(mqttUrl: string, who: Identity, spec: {
   variables?: Record<string, ['int32' | 'double' | 'string' | 'bool', number | string | boolean]>;
   system_firmware_version?: string;
   subscribe?: string[];
+  /** MQTT 3.1.1 (4, mqtt.js's default) or MQTT 5. */
+  protocolVersion?: 4 | 5;
 } = {}): Promise<FakeDevice> {
   const { id } = who;
-  const client = await mqtt.connectAsync(mqttUrl, { clientId: id, username: id, password: who.secret, reconnectPeriod: 0 });
+  const client = await mqtt.connectAsync(mqttUrl, { clientId: id, username: id, password: who.secret, reconnectPeriod: 0, protocolVersion: spec.protocolVersion ?? 4 });
   // Replies are small writes: without this, Nagle's algorithm holds each behind the last ACK.
   (client.stream as unknown as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
   const received: Array<Record<string, unknown>> = [];

@@ -53,8 +53,8 @@ export async function freshStore(options: { dataDir?: string } = {}): Promise<Te
 
 export interface TestServer {
   url: string;
-  /** mqtt://127.0.0.1:<port> of the device gateway. */
-  mqttUrl: string;
+  /** mqtt://127.0.0.1:<port> of the device gateway; reading it on an `api` node (no gateway listens) throws. */
+  readonly mqttUrl: string;
   /** ws://127.0.0.1:<port>/mqtt when the test set MQTT_WS_PORT. */
   wsUrl: string | undefined;
   skyport: Skyport;
@@ -82,12 +82,16 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const db = options.wrapDb ? options.wrapDb(opened) : opened;
   const clock = options.clock ?? systemClock;
   const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: process.env.TEST_LOG ? undefined : false, ...(options.seams ? { seams: options.seams } : {}) });
-  const { url, mqttUrl, wsUrl } = await skyport.listen({ host: '127.0.0.1', port: 0, mqttPort: 0 });
+  // A free MQTT port unless the test chose one (MQTT_PORT).
+  const { url, mqttUrl, wsUrl } = await skyport.listen({ host: '127.0.0.1', port: 0, ...(options.env?.MQTT_PORT ? {} : { mqttPort: 0 }) });
   // raw() reaches it through inject(); client libraries, devices and event streams through its ports.
   const forget = serveInProcess(url, skyport.app);
   return {
     url,
-    mqttUrl,
+    get mqttUrl(): string {
+      if (mqttUrl === undefined) throw new Error(`node ${skyport.bus.nodeId} (role ${settings.role}) opens no MQTT port`);
+      return mqttUrl;
+    },
     wsUrl,
     skyport,
     settings,

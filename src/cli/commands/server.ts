@@ -16,7 +16,10 @@ export function registerServerCommands(program: Command): void {
       const { exitOnSignals, startServer } = await import('../../server.js');
       const { skyport, url, mqttUrl, wsUrl } = await startServer(settings);
       const store = settings.databaseUrl ? 'PostgreSQL' : `embedded store in ${settings.dataDir}`;
-      process.stdout.write(`Skyport is running\n  API      ${url}\n  OpenAPI  ${url}/v1/openapi.json\n  MQTT     ${mqttUrl}\n${wsUrl ? `  MQTT/WS  ${wsUrl}\n` : ''}  storage  ${store}\n  sign-up  ${settings.signup ? 'open' : 'closed'}\n`);
+      // Each role prints what it serves (docs/operations.md, "Roles"): a gateway node's HTTP port answers probes only.
+      const http = settings.role === 'gateway' ? `  health   ${url}/healthz\n` : `  API      ${url}\n  OpenAPI  ${url}/v1/openapi.json\n`;
+      const cluster = settings.natsUrl ? `  node     ${skyport.bus.nodeId} (role ${settings.role})\n` : '';
+      process.stdout.write(`Skyport is running\n${http}${mqttUrl ? `  MQTT     ${mqttUrl}\n` : ''}${wsUrl ? `  MQTT/WS  ${wsUrl}\n` : ''}${cluster}  storage  ${store}\n  sign-up  ${settings.signup ? 'open' : 'closed'}\n`);
       exitOnSignals(skyport, settings.shutdownGraceSeconds);
     });
 
