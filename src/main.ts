@@ -48,7 +48,6 @@ import { createInProcessBus } from './bus/in-process.js';
 import { createNatsBus } from './bus/nats.js';
 import { createGateway, type Gateway } from './gateway/gateway.js';
 import { startClusterDuties, type ClusterDuties } from './cluster/index.js';
-import { forgetEverywhere } from './cluster/presence.js';
 import { listenGateway } from './gateway/listeners.js';
 import { createPresenceRepository } from './repositories/presence.repository.js';
 import { createPresenceService } from './services/presence.service.js';
@@ -229,7 +228,6 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const presenceRepo = createPresenceRepository(db);
   const presence = createPresenceService({
     repo: presenceRepo, clock, log, node: bus.nodeId, batchWindowMs: windowFor(db.kind), changed: (id) => services.devicesRepo.forget(id),
-    ...(settings.natsUrl ? { stored: forgetEverywhere(bus) } : {}),
   });
   const gateway = createGateway({
     bus, presence, clock, secrets, log,

@@ -4,7 +4,7 @@ import type { Log } from '../platform/log.js';
 import type { PresenceRepository } from '../repositories/presence.repository.js';
 import { startLeader, type Leader } from './leader.js';
 import { holdLease } from './lease.js';
-import { createClusterPresence, PRESENCE_NOTICE } from './presence.js';
+import { createClusterPresence } from './presence.js';
 
 /**
  * What a node of a cluster does beside serving (docs/architecture.md, "Presence and node
@@ -23,17 +23,14 @@ export async function startClusterDuties(deps: {
   presence: Pick<PresenceRepository, 'onlineNodes' | 'release' | 'reassert'>;
   /** The devices this node's gateway holds now. */
   held: () => string[];
-  /** Drops this node's cached row of a device (its presence changed on another node). */
+  /** Drops the cached rows of a device on every node (its presence changed). */
   forget: (id: string) => void;
   clock: Clock;
   log: () => Log;
 }): Promise<ClusterDuties> {
   const ttlMs = deps.leaseSeconds * 1000;
-  const unlisten = deps.bus.listen(PRESENCE_NOTICE, (ids) => {
-    if (Array.isArray(ids)) for (const id of ids) if (typeof id === 'string') deps.forget(id);
-  });
   const [leases, leaders] = await Promise.all([deps.bus.shared.table('nodes', ttlMs), deps.bus.shared.table('leader', ttlMs)]);
-  const presence = createClusterPresence({ repo: deps.presence, leases, bus: deps.bus, held: deps.held, clock: deps.clock, log: deps.log });
+  const presence = createClusterPresence({ repo: deps.presence, leases, bus: deps.bus, held: deps.held, forget: deps.forget, clock: deps.clock, log: deps.log });
   // This node holds nothing yet: what the store says it holds is left from its last run.
   await presence.releaseOwn();
   const lease = holdLease({ table: leases, nodeId: deps.bus.nodeId, ttlMs, log: deps.log, lapsed: async () => { await presence.reassert(); } });
@@ -44,7 +41,6 @@ export async function startClusterDuties(deps: {
     async close() {
       await leader.close();
       await lease.close();
-      unlisten();
     },
   };
 }

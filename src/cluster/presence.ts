@@ -4,44 +4,22 @@ import type { Clock } from '../platform/clock.js';
 import type { Log } from '../platform/log.js';
 import type { PresenceOwnerRow, PresenceRepository } from '../repositories/presence.repository.js';
 
-/** The notice that tells every node to drop its cached rows of devices whose presence changed here. */
-export const PRESENCE_NOTICE = 'presence.changed';
-/** Ids per notice: a dead gateway's tens of thousands of devices go in several, each well under NATS's message size. */
-const IDS_PER_NOTICE = 1000;
-
-/**
- * Tells every node to drop its cached rows of devices whose presence this node stored (a connect
- * or a disconnect), so that GET /v1/devices/:id on any node says at once what the store says:
- * the ids of one turn of the event loop go in one notice (a reconnect storm's batches of
- * thousands cost a few notices, not one each).
- */
-export function forgetEverywhere(bus: Pick<Bus, 'notify'>): (id: string) => void {
-  let ids: string[] = [];
-  const send = () => {
-    const sent = ids;
-    ids = [];
-    for (let i = 0; i < sent.length; i += IDS_PER_NOTICE) bus.notify(PRESENCE_NOTICE, sent.slice(i, i + IDS_PER_NOTICE));
-  };
-  return (id) => {
-    if (ids.length === 0) setImmediate(send);
-    ids.push(id);
-  };
-}
-
 /**
  * Presence across nodes (docs/architecture.md, "Presence and node leases"). Each gateway writes
  * its own devices' presence, naming itself (services/presence.service.ts); this is what the
  * cluster adds: the leader's check for nodes gone without a goodbye, a node's own devices said
  * again after its lease lapsed, and a restarted node's leftovers. Each change publishes the
- * devices' `spark/status` events and tells every node to forget its cached rows.
+ * devices' `spark/status` events and drops every node's cached rows of them.
  */
 export function createClusterPresence(deps: {
   repo: Pick<PresenceRepository, 'onlineNodes' | 'release' | 'reassert'>;
   /** The node leases (lease.ts). */
   leases: SharedTable;
-  bus: Pick<Bus, 'nodeId' | 'publish' | 'notify'>;
+  bus: Pick<Bus, 'nodeId' | 'publish'>;
   /** The devices this node's gateway holds now. */
   held: () => string[];
+  /** Drops the cached rows of a device on every node (the devices cache announces its drops). */
+  forget: (id: string) => void;
   clock: Clock;
   log: () => Log;
 }) {
@@ -50,7 +28,7 @@ export function createClusterPresence(deps: {
     for (const d of rows) {
       deps.bus.publish({ name: 'spark/status', data: status, ttl: 60, published_at: at, coreid: d.id, private: true, owner: d.owner, productId: d.productId } satisfies CloudEvent);
     }
-    for (let i = 0; i < rows.length; i += IDS_PER_NOTICE) deps.bus.notify(PRESENCE_NOTICE, rows.slice(i, i + IDS_PER_NOTICE).map((d) => d.id));
+    for (const d of rows) deps.forget(d.id);
   };
 
   return {

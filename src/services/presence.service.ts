@@ -14,11 +14,8 @@ export function createPresenceService(deps: {
   repo: PresenceRepository; clock: Clock; log: () => Log; changed?: (id: string) => void; batchWindowMs?: number;
   /** The node whose gateway reports (the bus's nodeId): the store names it for each connected device. */
   node?: string;
-  /** Told after a connect or a disconnect was stored (a cluster tells the other nodes' caches). */
-  stored?: (id: string) => void;
 }) {
   const changed = deps.changed ?? (() => undefined);
-  const stored = deps.stored ?? (() => undefined);
   const node = deps.node ?? 'local';
   const batcher = createBatcher<PresenceChange>((changes) => deps.repo.apply(changes, node), { maxBatch: 2000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
   const hellos = createBatcher<{ id: string; hello: Hello; at: Date }>((list) => deps.repo.describeMany(list), { maxBatch: 1000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
@@ -34,10 +31,10 @@ export function createPresenceService(deps: {
 
   return {
     connected(id: string, ip: string): void {
-      track(batcher.add({ id, online: true, at: deps.clock.now(), ip }).finally(() => { changed(id); stored(id); }), 'connect');
+      track(batcher.add({ id, online: true, at: deps.clock.now(), ip }).finally(() => changed(id)), 'connect');
     },
     disconnected(id: string): void {
-      track(batcher.add({ id, online: false, at: deps.clock.now() }).finally(() => { changed(id); stored(id); }), 'disconnect');
+      track(batcher.add({ id, online: false, at: deps.clock.now() }).finally(() => changed(id)), 'disconnect');
     },
     heard(id: string): void {
       track(batcher.add({ id, online: null, at: deps.clock.now() }).finally(() => changed(id)), 'last_heard');
