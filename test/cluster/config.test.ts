@@ -99,7 +99,11 @@ test('a fleet write on one node reaches the devices connected to the two others,
   await sdk.connect();
   try {
     await eventually(async () => ((await allInSync(onA)) && (await allInSync(onB)) && rgb === 2 ? true : undefined));
-    await eventually(async () => ((await status(sdkOnB)).rejected.location === ConfigStatus.unknownModule ? true : undefined));
+    // Every module answered: rgb taken, the rest refused.
+    await eventually(async () => {
+      const s = await status(sdkOnB);
+      return Object.values(s.delivery as Record<string, { state: string }>).every((d) => d.state !== 'pending') && s.rejected.location === ConfigStatus.unknownModule ? true : undefined;
+    });
     const before = await counts();
 
     const put = await raw(base, { method: 'PUT', token, json: { rgb: { type: 'off' } } });
