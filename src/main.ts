@@ -58,6 +58,8 @@ import { createConfigValuesRepository } from './repositories/config-values.repos
 import { createConfigHistoryRepository } from './repositories/config-history.repository.js';
 import { createConfiguration } from './services/config/index.js';
 import type { ConfigReader } from './services/config/reader.js';
+import type { HeldDevices } from './services/config/delivery.js';
+import { DomainError } from './domain/errors.js';
 import { windowFor } from './storage/batcher.js';
 import { createDeviceConfigStateRepository } from './repositories/device-config-state.repository.js';
 import type { Log } from './platform/log.js';
@@ -116,7 +118,7 @@ export interface Skyport {
   close(): Promise<void>;
 }
 
-function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics) {
+function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics, here: HeldDevices) {
   const limiter = createFailureLimiter('logins', { bus, clock, settings, log });
   const users = cacheUsers(createUsersRepository(db), caches);
   const audit = createAuditService({ repo: createAuditRepository(db), clock });
@@ -159,6 +161,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
     schemas: createConfigSchemasRepository(db), values: createConfigValuesRepository(db), history: createConfigHistoryRepository(db),
     state: createDeviceConfigStateRepository(db), products: productsRepo, devices: devicesRepo, wrapReader: seams.configReader,
+    here, observe: (outcome) => metrics.configDeliveries.inc({ outcome }),
     userNames: async (id) => (await users.findById(id))?.username,
   });
   return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo };
@@ -176,10 +179,19 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   // Services log through the HTTP app's logger, which is built after them.
   const logs: { app?: Log } = {};
   const serviceLog = (): Log => logs.app ?? { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
+  // The gateway is made after the app (it logs through it); the gauges read it and the services when scraped.
+  const held: { gateway?: Gateway } = {};
+  const metrics = createMetrics({
+    devicesConnected: () => held.gateway?.size ?? 0,
+    configDeliveriesInProgress: () => services.config.delivery.inProgress(),
+  }, { processMetrics: settings.metrics !== 'off' });
   // One node: everything in this process. A cluster: nodes reach each other through NATS.
   let bus: Bus;
   try {
-    bus = options.bus ?? (settings.natsUrl ? await createNatsBus({ servers: settings.natsUrl, log: serviceLog, ...(settings.nodeId ? { nodeId: settings.nodeId } : {}) }) : createInProcessBus(clock));
+    bus = options.bus ?? (settings.natsUrl ? await createNatsBus({
+      servers: settings.natsUrl, log: serviceLog, ...(settings.nodeId ? { nodeId: settings.nodeId } : {}),
+      observe: (kind, outcome, seconds) => metrics.busRequests.observe({ kind, outcome }, seconds),
+    }) : createInProcessBus(clock));
   } catch (err) {
     if (!options.db) await db.close();
     throw err;
@@ -197,13 +209,16 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     bus.listen('devices.moved', (devices) => { for (const d of devices as DeviceScope[]) gateway.rescope(d.id, { owner: d.owner, productId: d.productId }); }),
     bus.listen('devices.released', (owner) => gateway.releaseOwner(owner as DeviceOwner)),
   ];
-  // The gateway is made after the app (it logs through it); the gauge reads it when scraped.
-  const held: { gateway?: { readonly size: number } } = {};
-  const metrics = createMetrics({ devicesConnected: () => held.gateway?.size ?? 0 }, { processMetrics: settings.metrics !== 'off' });
   // What a write drops from a node's caches is dropped on every node (docs/architecture.md, "Caches in a cluster").
   // One node: nothing to tell anyone, and no notice costs a turn of the event loop.
   const caches = settings.natsUrl || options.bus ? createCacheHub(bus, clock, { log: serviceLog }) : localCaches(clock);
-  const services = wireServices(settings, db, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics);
+  // Configuration is delivered by the node that holds the device, to its own connections.
+  const here: HeldDevices = {
+    holds: (id) => held.gateway?.holds(id) ?? false,
+    size: () => held.gateway?.size ?? 0,
+    send: (id, command, timeoutMs) => (held.gateway ? held.gateway.command(id, command, timeoutMs) : Promise.reject(new DomainError('device_offline', 'The device is not connected to this node'))),
+  };
+  const services = wireServices(settings, db, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here);
   // What the device gateway listens on, once it does; before that, what the settings ask for.
   const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);
   let gatewayPorts: GatewayPorts = { mqttPort: settings.mqttPort, wsPort: settings.mqttWsPort, tls: tlsOn };
@@ -241,6 +256,8 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       // (docs/particle-compatibility.md#firmware-ranges).
       void presence.described(id).then(() => services.config.delivery.onHello(id, hashes)).catch((err) => app.log.warn({ err, device: id }, 'configuration sync failed'));
     },
+    // A configuration write on any node brings a device held here up to date, in its turn here.
+    configSync: async (id, productId, modules) => ({ ok: true, value: await services.config.delivery.syncHere(productId, id, modules) }),
   });
   held.gateway = gateway;
   let listeners: { close(): Promise<void> } | undefined;

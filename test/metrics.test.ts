@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { basic, raw } from './helpers/http.js';
 import { newProduct, PASSWORD, signUp } from './helpers/fixtures.js';
-import { fakeDevice, provision } from './helpers/device.js';
+import { configDevice, fakeDevice, provision, type Holdings } from './helpers/device.js';
+import { eventually } from './helpers/eventually.js';
+import { sample } from './helpers/metrics.js';
 
 /** GET /metrics (docs/operations.md, "Metrics"): off by default, open, or behind a bearer token. */
 const TOKEN = 'a-metrics-token-of-at-least-32-characters';
@@ -20,9 +22,6 @@ before(async () => {
 after(async () => {
   await Promise.all([open.close(), guarded.close(), off.close()]);
 });
-
-const sample = (text: string, name: string, labels: string) =>
-  Number(text.split('\n').find((l) => l.startsWith(`${name}{`) && labels.split(',').every((p) => l.includes(p)))?.split(' ').pop());
 
 test('open: HTTP requests by route pattern and status, connected devices, the event-loop lag', async () => {
   const { token } = await signUp(open.url);
@@ -78,4 +77,32 @@ test('a refresh of a token counts as issued, by its grant', async () => {
   const next = await raw(`${open.url}/oauth/token`, { method: 'POST', headers: { authorization: consoleClient }, form: { grant_type: 'refresh_token', refresh_token: first.json.refresh_token } });
   assert.equal(next.status, 200, next.text);
   assert.equal(sample((await raw(`${open.url}/metrics`)).text, 'skyport_tokens_issued_total', 'grant="refresh_token"'), before + 1);
+});
+
+test('configuration deliveries by outcome, the deliveries in progress, and bus round trips (none on one node)', async () => {
+  const { token } = await signUp(open.url);
+  const product = await newProduct(open.url, token);
+  const who = await provision(open.url, token, product.id);
+  const count = async (outcome: string) => sample((await raw(`${open.url}/metrics`)).text, 'skyport_config_deliveries_total', `outcome="${outcome}"`) || 0;
+  const [acknowledged, refused, offline] = [await count('acknowledged'), await count('refused'), await count('pending_offline')];
+  const held: Holdings = new Map();
+  const device = await configDevice(open.mqttUrl, who, held, (module) => (module === 'geofence' && held.has('geofence') ? -33 : 0));
+  try {
+    await eventually(() => (held.size === 9 ? true : undefined));
+    await eventually(async () => ((await count('acknowledged')) === acknowledged + 9 ? true : undefined));
+    const put = await raw(`${open.url}/v1/products/${product.id}/config/${who.id}`, { method: 'PUT', token, json: { geofence: { interval: 7 } } });
+    assert.equal(put.status, 400, put.text);
+    assert.equal(await count('refused'), refused + 1);
+  } finally {
+    await device.client.endAsync();
+  }
+  await eventually(async () => ((await raw(`${open.url}/v1/devices/${who.id}`, { token })).json.online === false ? true : undefined));
+  const put = await raw(`${open.url}/v1/products/${product.id}/config/${who.id}`, { method: 'PUT', token, json: { geofence: { interval: 8 } } });
+  assert.equal(put.status, 202, put.text);
+  assert.equal(await count('pending_offline'), offline + 1);
+  const text = (await raw(`${open.url}/metrics`)).text;
+  assert.match(text, /^skyport_config_deliveries_in_progress 0$/m);
+  // One node reaches its devices without a bus round trip: the histogram has no samples.
+  assert.match(text, /^# TYPE skyport_bus_requests_seconds histogram$/m);
+  assert.ok(!text.includes('skyport_bus_requests_seconds_count{'), 'no bus round trips on one node');
 });

@@ -27,6 +27,8 @@ export interface NatsBusOptions {
   prefix?: string;
   nodeId?: string;
   log: () => Log;
+  /** Told of each request to a device's node: the command's kind, `ok` or the error code, and the seconds it took (the node's metrics). */
+  observe?: (kind: DeviceCommand['kind'], outcome: string, seconds: number) => void;
 }
 
 interface WireCommand { command: DeviceCommand; timeoutMs: number }
@@ -101,7 +103,21 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const tables = new Map<string, Promise<SharedTable>>();
   const kvm = new Kvm(nc);
 
+  /** A request to the node holding the device, timed by its outcome. */
   async function send(deviceId: string, command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer> {
+    const started = process.hrtime.bigint();
+    let outcome = 'ok';
+    try {
+      return await request(deviceId, command, timeoutMs);
+    } catch (err) {
+      outcome = isDomainError(err) ? err.code : 'server_error';
+      throw err;
+    } finally {
+      options.observe?.(command.kind, outcome, Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
+
+  async function request(deviceId: string, command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer> {
       if (!up) throw unavailable();
       let reply;
       try {

@@ -203,6 +203,16 @@ export function createGateway(deps: GatewayDeps) {
     holds: (deviceId: string): boolean => byDevice.has(deviceId),
     /** The devices whose connections this gateway holds now (a cluster node says them again after its lease lapsed). */
     held: (): string[] => [...byDevice.keys()],
+    /**
+     * Serves a command to a device connected here, without the bus: configuration delivery runs on
+     * the node that holds the device and reaches no other (docs/architecture.md, "Configuration
+     * delivery in a cluster"); `device_offline` when it is not connected here.
+     */
+    command(deviceId: string, command: Exclude<DeviceCommand, { kind: 'sync' }>, timeoutMs: number): Promise<DeviceAnswer> {
+      const conn = byDevice.get(deviceId);
+      if (!conn) return Promise.reject(new DomainError('device_offline', 'The device is not connected to this node'));
+      return serve(conn, command, timeoutMs);
+    },
     /** Devices connected now. */
     get size(): number {
       return byDevice.size;

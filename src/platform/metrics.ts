@@ -12,15 +12,21 @@ export interface Metrics {
   readonly deviceCommands: Histogram<'kind' | 'outcome'>;
   readonly tokensIssued: Counter<'grant'>;
   readonly deviceConnects: Counter<'outcome'>;
+  readonly configDeliveries: Counter<'outcome'>;
+  readonly busRequests: Histogram<'kind' | 'outcome'>;
 }
 
-export function createMetrics(sources: { devicesConnected: () => number }, options: { processMetrics: boolean }): Metrics {
+export function createMetrics(sources: { devicesConnected: () => number; configDeliveriesInProgress: () => number }, options: { processMetrics: boolean }): Metrics {
   const registry = new Registry();
   // They watch the event loop and the garbage collector from start-up on: only for a reader.
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
   new Gauge({
     name: 'skyport_devices_connected', help: 'Devices connected to this node now.', registers: [registry],
     collect() { this.set(sources.devicesConnected()); },
+  });
+  new Gauge({
+    name: 'skyport_config_deliveries_in_progress', help: 'Devices connected to this node with a configuration delivery running or queued now.', registers: [registry],
+    collect() { this.set(sources.configDeliveriesInProgress()); },
   });
   return {
     registry,
@@ -34,6 +40,14 @@ export function createMetrics(sources: { devicesConnected: () => number }, optio
       labelNames: ['kind', 'outcome'], registers: [registry], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     }),
     deviceConnects: new Counter({ name: 'skyport_device_connects_total', help: 'Device CONNECTs on this node: accepted, or why refused (credentials, banned, identifier, version, unavailable).', labelNames: ['outcome'], registers: [registry] }),
+    configDeliveries: new Counter({
+      name: 'skyport_config_deliveries_total', help: 'Configuration modules this node had to send to its devices, by outcome: acknowledged, refused, pending_offline, pending_timeout.',
+      labelNames: ['outcome'], registers: [registry],
+    }),
+    busRequests: new Histogram({
+      name: 'skyport_bus_requests_seconds', help: 'Requests from this node to the node holding a device over the cluster bus, by command kind and outcome (ok, or the error code), and their time.',
+      labelNames: ['kind', 'outcome'], registers: [registry], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30],
+    }),
     tokensIssued: new Counter({ name: 'skyport_tokens_issued_total', help: 'Access tokens issued by the token endpoint, by grant type.', labelNames: ['grant'], registers: [registry] }),
   };
 }

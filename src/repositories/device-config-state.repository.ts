@@ -36,10 +36,11 @@ export function createDeviceConfigStateRepository(db: Queryable) {
     /**
      * What each of a product's devices holds, in one read (a fan-out or the rollout status): the
      * hashes and states only, since on a large fleet the values and times would be most of it.
+     * `only`: those devices alone (a node's share of the fleet, in a cluster).
      */
-    async heldByProduct(productId: number): Promise<Map<string, Map<string, HeldHash>>> {
-      return byDevice(await db.query<HashRow>(
-        'SELECT s.device_id, s.module, s.hash, s.status, s.code, s.refused_hash FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1', [productId]));
+    async heldByProduct(productId: number, only?: string[]): Promise<Map<string, Map<string, HeldHash>>> {
+      const sql = 'SELECT s.device_id, s.module, s.hash, s.status, s.code, s.refused_hash FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1';
+      return byDevice(await (only ? db.query<HashRow>(`${sql} AND s.device_id = ANY($2::text[])`, [productId, only]) : db.query<HashRow>(sql, [productId])));
     },
     /**
      * Devices connecting together, in one read: what their configuration depends on (as for a

@@ -89,23 +89,33 @@ export type Holdings = Map<string, { value: Json; hash: string }>;
 /**
  * A device that speaks the configuration protocol of docs/device-protocol.md ("Configuration"):
  * it reports the hashes of what it holds at connect, keeps what it is sent, and answers
- * `answer(module)` (0 takes it, a negative code refuses it, 'silent' answers nothing).
+ * `answer(module)` (0 takes it, a negative code refuses it, 'silent' answers nothing; a promise
+ * answers once it settles). `values` lists each module sent with its hash; `mostUnanswered` is
+ * the most modules it was sent at once without having answered them yet (the cloud sends the
+ * next module after the answer, so it stays 1).
  */
-export async function configDevice(mqttUrl: string, who: Identity, held: Holdings, answer: (module: string) => number | 'silent' = () => 0) {
+export async function configDevice(mqttUrl: string, who: Identity, held: Holdings, answer: (module: string) => number | 'silent' | Promise<number> = () => 0) {
   const c = await mqtt.connectAsync(mqttUrl, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 0 });
   const received: string[] = [];
-  const values: Array<{ module: string; value: Json }> = [];
+  const values: Array<{ module: string; value: Json; hash: string }> = [];
+  const state = { unanswered: 0, mostUnanswered: 0 };
   c.on('message', (topic, payload) => {
     if (!topic.endsWith('/cloud/config/set')) return;
     const m = JSON.parse(payload.toString()) as { id: string; module: string; value: Json; hash: string };
     received.push(m.module);
-    values.push({ module: m.module, value: m.value });
-    const status = answer(m.module);
-    if (status === 'silent') return;
-    if (status === 0) held.set(m.module, { value: m.value, hash: m.hash });
-    void c.publishAsync(`devices/${who.id}/config/ack`, JSON.stringify({ id: m.id, status }));
+    values.push({ module: m.module, value: m.value, hash: m.hash });
+    state.mostUnanswered = Math.max(state.mostUnanswered, (state.unanswered += 1));
+    void Promise.resolve(answer(m.module)).then((status) => {
+      if (status === 'silent') return;
+      state.unanswered -= 1;
+      if (status === 0) held.set(m.module, { value: m.value, hash: m.hash });
+      void c.publishAsync(`devices/${who.id}/config/ack`, JSON.stringify({ id: m.id, status }));
+    });
   });
   await c.subscribeAsync(`devices/${who.id}/cloud/#`, { qos: 1 });
   await c.publishAsync(`devices/${who.id}/config/hello`, JSON.stringify({ modules: Object.fromEntries([...held].map(([m, v]) => [m, v.hash])) }), { qos: 1 });
-  return { client: c, received, values };
+  return {
+    client: c, received, values,
+    get mostUnanswered() { return state.mostUnanswered; },
+  };
 }

@@ -1,7 +1,7 @@
 import { isDomainError } from '../../domain/errors.js';
-import { memoHash, moduleHash, type HeldHash } from '../../domain/config/module-hash.js';
+import { memoHash, moduleHash, standing, type HeldHash } from '../../domain/config/module-hash.js';
 import type { Values } from '../../domain/config/values.js';
-import type { Bus } from '../../bus/bus.js';
+import type { DeviceAnswer, DeviceCommand } from '../../bus/bus.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Log } from '../../platform/log.js';
 import type { DeviceConfigStateRepository, StateChange } from '../../repositories/device-config-state.repository.js';
@@ -24,20 +24,38 @@ interface Delivering {
 
 export type ModuleResult = { module: string; status: 'in_sync' } | { module: string; status: 'rejected'; code: number } | { module: string; status: 'pending'; reason: 'offline' | 'timeout' };
 
+/** What became of one module a delivery had to send (the node's metrics). */
+export type DeliveryOutcome = 'acknowledged' | 'refused' | 'pending_offline' | 'pending_timeout';
+
 /**
- * Delivery of configuration to devices (docs/device-protocol.md, "Configuration"): a device
- * reports the hash of each module it holds when it connects; the cloud sends, one module per
- * message, each module whose effective value differs; the device applies it and answers a status,
- * which is recorded. A committed write reaches the devices it concerns: a fleet-wide one the
- * fleet's connected devices at once, a bounded number at a time and in the background; a device
- * write its device; others take it when they next connect.
+ * The devices connected to this node (its gateway). Delivery talks to them directly, never
+ * through the bus: a device is sent configuration only by the node that holds its connection.
+ */
+export interface HeldDevices {
+  holds(deviceId: string): boolean;
+  /** How many devices are connected here. */
+  size(): number;
+  /** Sends a command to a device connected here; rejects `device_offline` when it is not. */
+  send(deviceId: string, command: Extract<DeviceCommand, { kind: 'config' }>, timeoutMs: number): Promise<DeviceAnswer>;
+}
+
+/**
+ * Delivery of configuration to the devices connected to this node (docs/device-protocol.md,
+ * "Configuration"): a device reports the hash of each module it holds when it connects; the
+ * cloud sends, one module per message, each module whose effective value differs; the device
+ * applies it and answers a status, which is recorded. A committed write reaches the devices it
+ * concerns: a fleet-wide one the fleet's connected devices at once, a bounded number at a time and
+ * in the background; a device write its device; others take it when they next connect. Which
+ * node does the work is routing.ts's part: the node that holds the device's connection.
  *
  * One delivery at a time per device (turns.ts), and each delivery works from what is committed:
  * work prepared from an earlier read is dropped or redone in the device's turn when a newer write
  * has committed since, or another delivery changed what the device holds (staleness.ts).
  */
-export function createConfigDelivery(deps: {
-  bus: Bus; reader: ConfigReader; state: DeviceConfigStateRepository; devices: DevicesRepository; clock: Clock; log: () => Log; timeoutMs: number;
+export function createNodeDelivery(deps: {
+  here: HeldDevices; reader: ConfigReader; state: DeviceConfigStateRepository; devices: DevicesRepository; clock: Clock; log: () => Log; timeoutMs: number;
+  /** Told of each module a delivery had to send, with what became of it. */
+  observe?: (outcome: DeliveryOutcome) => void;
   /** How many devices a fan-out talks to at once. */
   fanOut?: number;
   /** How long acknowledgements and connecting devices are gathered before they are stored or read (storage/batcher.ts). */
@@ -60,6 +78,10 @@ export function createConfigDelivery(deps: {
     const { reported, answering, hashOf = moduleHash } = how;
     const results: ModuleResult[] = [];
     let unreachable: 'offline' | 'timeout' | null = null;
+    const pending = (module: string, reason: 'offline' | 'timeout'): ModuleResult => {
+      deps.observe?.(reason === 'offline' ? 'pending_offline' : 'pending_timeout');
+      return { module, status: 'pending', reason };
+    };
     // Outcomes are stored in batches; the device's next module need not wait for the last one's.
     const saves: Array<Promise<void>> = [];
     for (const [module, value] of Object.entries(values)) {
@@ -76,17 +98,18 @@ export function createConfigDelivery(deps: {
         if (answering?.has(module)) results.push({ module, status: 'rejected', code: h.code ?? -1 });
         continue;
       }
-      if (unreachable) { results.push({ module, status: 'pending', reason: unreachable }); continue; }
+      if (unreachable) { results.push(pending(module, unreachable)); continue; }
       try {
-        const answer = await deps.bus.send(deviceId, { kind: 'config', module, value, hash }, deps.timeoutMs);
+        const answer = await deps.here.send(deviceId, { kind: 'config', module, value, hash }, deps.timeoutMs);
         const code = answer.ok ? Number(answer.value) : -1;
         const ok = code === 0;
+        deps.observe?.(ok ? 'acknowledged' : 'refused');
         saves.push(record(deviceId, { module, hash, value, status: ok ? 'in_sync' : 'rejected', code: ok ? null : code }));
         results.push(ok ? { module, status: 'in_sync' } : { module, status: 'rejected', code });
       } catch (err) {
         if (!isDomainError(err) || !['device_offline', 'device_timeout', 'device_error'].includes(err.code)) throw err;
         unreachable = err.code === 'device_timeout' ? 'timeout' : 'offline';
-        results.push({ module, status: 'pending', reason: unreachable });
+        results.push(pending(module, unreachable));
       }
     }
     await Promise.all(saves);
@@ -140,13 +163,17 @@ export function createConfigDelivery(deps: {
     return batch.map((h) => ({ done: started.get(h.deviceId) ?? Promise.resolve() }));
   }, { maxBatch: 1000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
 
-  /** The fleet's connected devices take what is committed now, a bounded number at a time. */
+  /** The fleet's devices connected here take what is committed now, a bounded number at a time. */
   async function fanOut(productId: number): Promise<void> {
+    // A node that holds no devices (an API node) reads nothing.
+    if (deps.here.size() === 0) return;
     const snapshot = ledger.snapshot();
     try {
-      const online = await deps.devices.fleetDevices(productId, { onlineOnly: true });
+      const fleetOnline = await deps.devices.fleetDevices(productId, { onlineOnly: true });
+      const online = fleetOnline.filter((d) => deps.here.holds(d.id));
       if (online.length === 0) return;
-      const held = await deps.state.heldByProduct(productId);
+      // Other nodes hold the rest of the fleet: what only this node's devices hold is read.
+      const held = await deps.state.heldByProduct(productId, online.length < fleetOnline.length ? online.map((d) => d.id) : undefined);
       // The values last, so that they are as fresh as can be when the devices' turns are queued.
       const effective = await deps.reader.effective(productId, online);
       const hashOf = memoHash();
@@ -169,10 +196,10 @@ export function createConfigDelivery(deps: {
   }
 
   /**
-   * A write of one device's own values has committed: the device takes it now if connected;
+   * A write of one device's own values has committed: the device takes it now if connected here;
    * resolves with each module's outcome (`modules`: those the write set, which it answers for).
    */
-  function deviceWriteCommitted(productId: number, deviceId: string, modules: ReadonlySet<string> = new Set()): Promise<ModuleResult[]> {
+  function deviceWritten(productId: number, deviceId: string, modules: ReadonlySet<string> = new Set()): Promise<ModuleResult[]> {
     ledger.deviceWritten(deviceId);
     return turns.run(deviceId, () => syncNow(productId, deviceId, { answering: modules }));
   }
@@ -180,33 +207,39 @@ export function createConfigDelivery(deps: {
   return {
     /**
      * A write that concerns the product's whole fleet (its values, its schema) has committed: the
-     * fleet's connected devices take it now, in the background, so that the API answers at once
-     * whatever the fleet's size. Resolves when the fan-out is done (callers need not wait).
+     * fleet's devices connected here take it now. Resolves when the fan-out is done.
      */
-    fleetWriteCommitted(productId: number): Promise<void> {
+    fleetWritten(productId: number): Promise<void> {
       ledger.fleetWritten(productId);
       return fanOut(productId).catch((err) => deps.log().warn({ err, product: productId }, 'configuration fan-out failed'));
     },
 
-    deviceWriteCommitted,
+    deviceWritten,
 
     /**
-     * What a device's configuration depends on changed outside a configuration write (it became a
-     * development device, so its own values win): it takes what follows, in the background.
+     * The node holding the device did not answer a sync in time (it died mid-delivery): each
+     * module of what is committed for the device that it is not recorded to hold stays pending.
+     * Nothing is sent.
      */
-    deviceChanged(productId: number, deviceId: string): void {
-      deviceWriteCommitted(productId, deviceId).catch((err) => deps.log().warn({ err, device: deviceId }, 'configuration delivery failed'));
+    async unanswered(productId: number, deviceId: string): Promise<ModuleResult[]> {
+      const device = await deps.devices.fleetDevice(deviceId);
+      if (!device || device.productId !== productId) return [];
+      const { values } = await deps.reader.device(productId, device);
+      return Object.entries(standing(values, await deps.state.held(deviceId))).filter(([, s]) => s === 'pending').map(([module]) => ({ module, status: 'pending', reason: 'timeout' }));
     },
 
     /**
-     * A device connected and reported its hashes. Resolves once what differed was delivered (or
-     * the device stopped answering).
+     * A device connected here and reported its hashes. Resolves once what differed was delivered
+     * (or the device stopped answering).
      */
     async onHello(deviceId: string, hashes: Record<string, string>): Promise<void> {
       const delivery = await hellos.add({ deviceId, hashes });
       await delivery.done;
     },
+
+    /** Devices with a delivery running or queued here now. */
+    inProgress: (): number => turns.size,
   };
 }
 
-export type ConfigDelivery = ReturnType<typeof createConfigDelivery>;
+export type NodeDelivery = ReturnType<typeof createNodeDelivery>;

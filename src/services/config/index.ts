@@ -9,10 +9,11 @@ import type { DevicesRepository } from '../../repositories/devices.repository.js
 import type { ProductsRepository } from '../../repositories/products.repository.js';
 import type { Db } from '../../storage/db.js';
 import type { AuditService } from '../audit.service.js';
-import { createConfigDelivery } from './delivery.js';
+import { createNodeDelivery, type DeliveryOutcome, type HeldDevices } from './delivery.js';
 import { createConfigHistoryService, type UserNames } from './history.js';
 import { createConfigPreviews } from './previews.js';
 import { createConfigReader, type ConfigReader } from './reader.js';
+import { createConfigDelivery } from './routing.js';
 import { createConfigStatus } from './status.js';
 import { createConfigWrites } from './writes.js';
 
@@ -25,6 +26,10 @@ export function createConfiguration(deps: {
   db: Db; bus: Bus; audit: AuditService; clock: Clock; log: () => Log; timeoutMs: number; batchWindowMs: number;
   schemas: ConfigSchemasRepository; values: ConfigValuesRepository; history: ConfigHistoryRepository; state: DeviceConfigStateRepository;
   products: ProductsRepository; devices: DevicesRepository;
+  /** The devices connected to this node: configuration is delivered by the node that holds the device. */
+  here: HeldDevices;
+  /** Told of each module a delivery had to send, with what became of it (the node's metrics). */
+  observe?: (outcome: DeliveryOutcome) => void;
   /** Who made a change, by name, in the history's answers. */
   userNames?: UserNames;
   /** Puts something between delivery and its reads (tests: holding a read back to order it after a later write). */
@@ -32,10 +37,11 @@ export function createConfiguration(deps: {
 }) {
   const reader = createConfigReader(deps);
   const status = createConfigStatus({ reader, state: deps.state, values: deps.values, devices: deps.devices });
-  const delivery = createConfigDelivery({
-    bus: deps.bus, reader: deps.wrapReader ? deps.wrapReader(reader) : reader, state: deps.state, devices: deps.devices,
-    clock: deps.clock, log: deps.log, timeoutMs: deps.timeoutMs, batchWindowMs: deps.batchWindowMs,
+  const node = createNodeDelivery({
+    here: deps.here, reader: deps.wrapReader ? deps.wrapReader(reader) : reader, state: deps.state, devices: deps.devices,
+    clock: deps.clock, log: deps.log, timeoutMs: deps.timeoutMs, batchWindowMs: deps.batchWindowMs, observe: deps.observe,
   });
+  const delivery = createConfigDelivery({ bus: deps.bus, node, log: deps.log, timeoutMs: deps.timeoutMs });
   return {
     reader,
     status,

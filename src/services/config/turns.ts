@@ -15,5 +15,9 @@ export function createDeviceTurns(ended: (deviceId: string) => void = () => unde
       chains.set(deviceId, tail);
       return result;
     },
+    /** Devices with work running or queued. */
+    get size(): number {
+      return chains.size;
+    },
   };
 }

@@ -13,9 +13,10 @@ import type { ConfigValuesRepository } from '../../repositories/config-values.re
 import type { DevicesRepository } from '../../repositories/devices.repository.js';
 import type { ProductRecord, ProductsRepository } from '../../repositories/products.repository.js';
 import type { AuditService } from '../audit.service.js';
-import type { ConfigDelivery, ModuleResult } from './delivery.js';
+import type { ModuleResult } from './delivery.js';
 import { documentOf } from './history.js';
 import { deviceNotInProduct, type ConfigReader, type SchemaInForce } from './reader.js';
+import type { ConfigDelivery } from './routing.js';
 import type { ConfigStatus } from './status.js';
 
 type Json = Record<string, unknown>;
