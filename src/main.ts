@@ -216,6 +216,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const here: HeldDevices = {
     holds: (id) => held.gateway?.holds(id) ?? false,
     size: () => held.gateway?.size ?? 0,
+    products: () => held.gateway?.heldProducts() ?? [],
     send: (id, command, timeoutMs) => (held.gateway ? held.gateway.command(id, command, timeoutMs) : Promise.reject(new DomainError('device_offline', 'The device is not connected to this node'))),
   };
   const services = wireServices(settings, db, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here);

@@ -76,5 +76,10 @@ export interface Bus {
   readonly shared: SharedTables;
   /** Whether the bus reaches the other nodes now (always, in-process). */
   state(): 'up' | 'down';
+  /**
+   * Told when the bus comes back after it was down: notices sent meanwhile may have been missed,
+   * and what depends on them is brought up to date (never, in-process).
+   */
+  whenBack(listener: () => void): () => void;
   close(): Promise<void>;
 }

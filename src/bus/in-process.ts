@@ -24,6 +24,7 @@ export function createInProcessBus(clock: Clock = systemClock): Bus {
     nodeId: 'local',
     shared: memoryTables(clock),
     state: () => 'up',
+    whenBack: () => () => undefined,
     async send(deviceId, command, timeoutMs) {
       const handler = held.get(deviceId);
       if (!handler) throw new DomainError('device_offline', 'The device is not connected to the cloud');

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { connect, NoRespondersError, RequestError, TimeoutError, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { connect, nanos, NoRespondersError, RequestError, TimeoutError, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { Kvm, type KV } from '@nats-io/kv';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { DomainError, isDomainError, type ErrorCode } from '../domain/errors.js';
 import type { Log } from '../platform/log.js';
 import type { Bus, CloudEvent, DeviceAnswer, DeviceCommand, DeviceHandler } from './bus.js';
@@ -53,14 +54,19 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     waitOnFirstConnect: false,
   });
   let up = true;
+  /** Counts the connection's losses: a request that saw one on its way failed because of the bus. */
+  let outages = 0;
+  const backListeners = new Set<() => void>();
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === 'disconnect') {
         up = false;
+        outages += 1;
         options.log().warn({ server: status.server }, 'NATS connection lost; reconnecting');
       } else if (status.type === 'reconnect') {
         up = true;
         options.log().info({ server: status.server }, 'NATS connection back');
+        fanOutTo(backListeners, undefined);
       }
     }
   })();
@@ -120,10 +126,13 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   async function request(deviceId: string, command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer> {
       if (!up) throw unavailable();
       let reply;
+      const outagesBefore = outages;
       try {
         reply = await nc.request(`${prefix}.device.${deviceId}`, encode({ command, timeoutMs } satisfies WireCommand), { timeout: timeoutMs + TRANSIT_MS });
       } catch (err) {
         if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) throw new DomainError('device_offline', 'The device is not connected to the cloud');
+        // NATS went away while the request was out: the bus, not the device, failed it.
+        if (!up || nc.isClosed() || outages !== outagesBefore) throw unavailable();
         // The holding node died or NATS dropped the request on the way: the device did not answer in time.
         if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError)) throw new DomainError('device_timeout', 'The device did not answer in time');
         throw unavailable();
@@ -136,6 +145,10 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   return {
     nodeId,
     state: () => (up && !nc.isClosed() ? 'up' : 'down'),
+    whenBack(listener) {
+      backListeners.add(listener);
+      return () => backListeners.delete(listener);
+    },
     send,
 
     hold(deviceId, handler: DeviceHandler, evicted) {
@@ -195,7 +208,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       table(name, ttlMs) {
         let table = tables.get(name);
         if (!table) {
-          table = openTable(kvm, `${prefix}_${name}`, ttlMs);
+          table = openTable(nc, kvm, `${prefix}_${name}`, ttlMs);
           // A failed open is tried again next time (NATS may be back).
           table.catch(() => tables.delete(name));
           tables.set(name, table);
@@ -226,13 +239,22 @@ const fromKey = (stored: string) => (stored.startsWith('b.') ? Buffer.from(store
 /** A wrong revision on update, or an existing key on create: JetStream's "wrong last sequence". */
 const WRONG_LAST_SEQUENCE = 10071;
 
-async function openTable(kvm: Kvm, bucket: string, ttlMs: number): Promise<SharedTable> {
+async function openTable(nc: NatsConnection, kvm: Kvm, bucket: string, ttlMs: number): Promise<SharedTable> {
   let kv: KV;
   try {
     kv = await kvm.create(bucket, { ttl: ttlMs, history: 1 });
   } catch {
-    // Made before with other settings (another version's lifetime): use it as it is.
     kv = await kvm.open(bucket);
+  }
+  // Made before with another lifetime (NODE_LEASE_SECONDS or the lock-out settings changed; the
+  // create above keeps the bucket as it was): it takes this one, since entries renewed at the new
+  // pace must outlive it and no longer.
+  const jsm = await jetstreamManager(nc);
+  const stream = `KV_${bucket}`;
+  const { config } = await jsm.streams.info(stream);
+  if (config.max_age !== nanos(ttlMs)) {
+    // JetStream keeps the duplicates window within the lifetime (and sets it so at creation).
+    await jsm.streams.update(stream, { ...config, max_age: nanos(ttlMs), duplicate_window: Math.min(config.duplicate_window, nanos(ttlMs)) });
   }
   const lost = (err: unknown) => (err as { code?: number }).code === WRONG_LAST_SEQUENCE || /wrong last sequence|key exists/i.test(String((err as Error).message));
   return {

@@ -203,6 +203,8 @@ export function createGateway(deps: GatewayDeps) {
     holds: (deviceId: string): boolean => byDevice.has(deviceId),
     /** The devices whose connections this gateway holds now (a cluster node says them again after its lease lapsed). */
     held: (): string[] => [...byDevice.keys()],
+    /** The products of the devices connected here. */
+    heldProducts: (): number[] => [...byProduct.keys()],
     /**
      * Serves a command to a device connected here, without the bus: configuration delivery runs on
      * the node that holds the device and reaches no other (docs/architecture.md, "Configuration

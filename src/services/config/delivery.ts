@@ -35,6 +35,8 @@ export interface HeldDevices {
   holds(deviceId: string): boolean;
   /** How many devices are connected here. */
   size(): number;
+  /** The products of the devices connected here. */
+  products(): number[];
   /** Sends a command to a device connected here; rejects `device_offline` when it is not. */
   send(deviceId: string, command: Extract<DeviceCommand, { kind: 'config' }>, timeoutMs: number): Promise<DeviceAnswer>;
 }
@@ -239,6 +241,8 @@ export function createNodeDelivery(deps: {
 
     /** Devices with a delivery running or queued here now. */
     inProgress: (): number => turns.size,
+    /** The products of the devices connected here. */
+    productsHere: (): number[] => deps.here.products(),
   };
 }
 

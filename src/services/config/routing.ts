@@ -33,6 +33,11 @@ export function createConfigDelivery(deps: { bus: Bus; node: NodeDelivery; log: 
   const waiting = new Map<string, () => void>();
   let written = 0;
 
+  // Back from an outage, this node may have missed fleet notices: the devices it holds are brought
+  // up to date with what is committed, product by product, as a fleet write would.
+  bus.whenBack(() => {
+    for (const productId of node.productsHere()) void node.fleetWritten(productId);
+  });
   bus.listen(FLEET_TOPIC, (payload) => {
     const notice = payload as Partial<FleetNotice>;
     if (!Number.isInteger(notice.productId) || typeof notice.id !== 'string') {
