@@ -64,7 +64,13 @@ export function consoleUnderTest(options: TestServerOptions = {}): ConsoleUnderT
   let server: TestServer | undefined;
   let browser: Browser | undefined;
   before(async () => {
-    [server, browser] = await Promise.all([startTestServer(options), launch()]);
+    // Both are kept even when one fails to start, so that `after` closes the other (a server
+    // left open would keep the test process alive).
+    const [s, b] = await Promise.allSettled([startTestServer(options), launch()]);
+    if (s.status === 'fulfilled') server = s.value;
+    if (b.status === 'fulfilled') browser = b.value;
+    if (s.status === 'rejected') throw s.reason;
+    if (b.status === 'rejected') throw b.reason;
   });
   after(async () => {
     await browser?.close();
