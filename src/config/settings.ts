@@ -71,6 +71,16 @@ function onOff(raw: string, name: string): boolean {
 
 const text = (raw: string) => raw;
 
+/** One of a few words, in any case: "must be a, b or c" otherwise. */
+function oneOf<const T extends string>(values: readonly T[]) {
+  const said = `${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}`;
+  return (raw: string, name: string): T => {
+    const v = raw.trim().toLowerCase();
+    if (!(values as readonly string[]).includes(v)) throw new SettingsError(`${name} must be ${said}, got "${raw}"`);
+    return v as T;
+  };
+}
+
 /** An origin (scheme, host, port) with no path, query or credentials; answered without a trailing slash. */
 function origin(raw: string, name: string): string {
   let url: URL;
@@ -150,11 +160,7 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   {
     key: 'metrics', env: 'METRICS', flag: '--metrics', default: 'off',
     doc: 'GET /metrics, the node\'s Prometheus metrics (docs/operations.md, "Metrics"): off (no such route), open (anyone who reaches the port), or token (Authorization: Bearer METRICS_TOKEN).',
-    parse(raw, name) {
-      const v = raw.trim().toLowerCase();
-      if (v !== 'off' && v !== 'open' && v !== 'token') throw new SettingsError(`${name} must be off, open or token, got "${raw}"`);
-      return v;
-    },
+    parse: oneOf(['off', 'open', 'token']),
   },
   {
     key: 'metricsToken', env: 'METRICS_TOKEN', flag: '--metrics-token', default: undefined,
@@ -178,11 +184,7 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   {
     key: 'role', env: 'ROLE', flag: '--role', default: 'all',
     doc: 'What this node does in a cluster: all (the REST API and the device gateway), api (the REST API and event streams only) or gateway (device connections only; its HTTP port serves /healthz and /metrics). api and gateway need NATS_URL.',
-    parse(raw, name) {
-      const v = raw.trim().toLowerCase();
-      if (v !== 'all' && v !== 'api' && v !== 'gateway') throw new SettingsError(`${name} must be all, api or gateway, got "${raw}"`);
-      return v;
-    },
+    parse: oneOf(['all', 'api', 'gateway']),
   },
   {
     key: 'nodeId', env: 'NODE_ID', flag: '--node-id', default: undefined,

@@ -118,3 +118,19 @@ test('unknown and malformed flags are rejected', () => {
     assert.throws(() => loadSettings({}, argv), (err: unknown) => err instanceof SettingsError && message.test(err.message), argv.join(' '));
   }
 });
+
+test('cluster mode: NATS_URL with PostgreSQL, roles, node ids; the embedded store or a role without NATS is a clear start-up error', () => {
+  const s = loadSettings({ DATABASE_URL: 'postgres://u@h/db', NATS_URL: 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', ROLE: 'Gateway', NODE_ID: 'gw-1', NODE_LEASE_SECONDS: '6' });
+  assert.equal(s.natsUrl, 'nats://10.0.0.5:4222,nats://10.0.0.6:4222');
+  assert.equal(s.role, 'gateway');
+  assert.equal(s.nodeId, 'gw-1');
+  assert.equal(s.nodeLeaseSeconds, 6);
+  assert.equal(loadSettings({}).role, 'all');
+  const refused = (env: Record<string, string>, message: RegExp) => assert.throws(() => loadSettings(env), (err: unknown) => err instanceof SettingsError && message.test(err.message));
+  refused({ NATS_URL: 'nats://127.0.0.1:4222' }, /NATS_URL \(cluster mode\) needs DATABASE_URL/);
+  refused({ ROLE: 'api' }, /--role api needs NATS_URL/);
+  refused({ ROLE: 'broker' }, /ROLE must be all, api or gateway, got "broker"/);
+  refused({ DATABASE_URL: 'postgres://u@h/db', NATS_URL: 'http://x:4222' }, /NATS_URL must be nats:\/\/host:port/);
+  refused({ NODE_ID: 'a node' }, /NODE_ID must be 1-40 letters, digits or dashes/);
+  refused({ NODE_LEASE_SECONDS: '1' }, /NODE_LEASE_SECONDS must be between 3 and 300/);
+});
