@@ -9,7 +9,11 @@ import { cpuSeconds, percentile, round2, rssKb, sleep } from './harness.js';
 export type Setup = Parameters<typeof startFleet>[0];
 export type Identity = Parameters<typeof startFleet>[1][number];
 /** A process whose memory and CPU are read; `devices`: how many of the fleet's connections it holds. */
-export interface Proc { name: string; pid: number; devices?: number }
+export interface Proc {
+  name: string; pid: number; devices?: number;
+  /** The process's JS heap in use right after a full garbage collection, in MB (--heap: through its inspector). */
+  heapMb?: () => Promise<number>;
+}
 
 export interface ConnectRow {
   server: string;
@@ -27,6 +31,8 @@ export interface ConnectRow {
   kbPerDevice: number;
   /** Every process read (a cluster's NATS server and API node too): their growth together ÷ devices. */
   allKbPerDevice: number;
+  /** The holders' JS heap after a full garbage collection (--heap): growth together ÷ devices; what stays, garbage aside. */
+  heapKbPerDevice?: number;
   /** CPU seconds of all the processes read, over the connect. */
   serverCpuS: number | null;
   lost: number;
@@ -56,6 +62,8 @@ export async function connectFleet(o: {
   const fleet = await startFleet(o.setup, o.devices, o.perWorker);
   await sleep(2000);
   const procs = [...o.holders, ...o.others];
+  const heaps = async () => Promise.all(o.holders.map((p) => p.heapMb?.()));
+  const heapBefore = await heaps();
   const before = procs.map((p) => rssKb(p.pid));
   const cpu0 = cpuOf(procs);
   const t0 = Date.now();
@@ -69,12 +77,15 @@ export async function connectFleet(o: {
     kbPerDevice: round2(((after[i] as number) - (before[i] as number)) / Math.max(1, p.devices ?? c.ok)),
   }));
   const held = o.holders.map((_, i) => (after[i] as number) - (before[i] as number));
+  const heapAfter = await heaps();
+  const heapGrowthMb = o.holders.every((p) => p.heapMb) ? sum(heapAfter.map((h, i) => (h ?? 0) - (heapBefore[i] ?? 0))) : null;
   const report = await fleet.report();
   return {
     fleet,
     row: {
       server: o.server, devices: o.devices.length, ok: c.ok, failed: c.failed, codes: c.codes, seconds: round2(seconds), rate: Math.round(c.ok / seconds),
-      memory, kbPerDevice: round2(sum(held) / Math.max(1, c.ok)), allKbPerDevice: round2((sum(after) - sum(before)) / Math.max(1, c.ok)), serverCpuS: cpu0 === null || cpu1 === null ? null : round2(cpu1 - cpu0), lost: report.lost,
+      memory, kbPerDevice: round2(sum(held) / Math.max(1, c.ok)), allKbPerDevice: round2((sum(after) - sum(before)) / Math.max(1, c.ok)),
+      ...(heapGrowthMb === null ? {} : { heapKbPerDevice: round2((heapGrowthMb * 1024) / Math.max(1, c.ok)) }), serverCpuS: cpu0 === null || cpu1 === null ? null : round2(cpu1 - cpu0), lost: report.lost,
     },
   };
 }

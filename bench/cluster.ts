@@ -28,11 +28,11 @@ import { connectedOn, copyConfigState, startNatsServer, startNode, stopNode, wai
 import { startBaselineCloud } from './config-baseline.js';
 import { roundDone, startFleet, type Fleet } from './config-fleet.js';
 import {
-  DEFAULT_ADMIN_URL, ROOT, admin, api, createDatabase, gitCommit, onCleanup, openFilesLimit, option, processOpenFiles, runBenchmark, sleep, userWithProduct,
+  DEFAULT_ADMIN_URL, ROOT, admin, api, createDatabase, gitCommit, onCleanup, openFilesLimit, option, processOpenFiles, runBenchmark, serverInspector, sleep, userWithProduct,
 } from './harness.js';
 import { startMosquitto, type Mosquitto } from './mosquitto.js';
 
-const USAGE = 'usage: npm run bench:cluster -- [--devices 100000] [--parts devices,calls,tokens] [--per-gateway N] [--per-worker N] [--in-flight 100] [--rounds 1] [--storm-rounds 1] [--settle 5] [--timeout 300] [--callers 64] [--connections 32] [--duration 8] [--warmup 2] [--pg-admin-url URL]';
+const USAGE = 'usage: npm run bench:cluster -- [--devices 100000] [--parts devices,calls,tokens] [--per-gateway N] [--per-worker N] [--in-flight 100] [--rounds 1] [--storm-rounds 1] [--settle 5] [--timeout 300] [--callers 64] [--connections 32] [--duration 8] [--warmup 2] [--heap] [--pg-admin-url URL]';
 const args = process.argv.slice(2);
 if (args.includes('--help')) {
   console.log(USAGE);
@@ -66,6 +66,20 @@ const CONNECTIONS = whole('connections', 32, 2);
 const DURATION = whole('duration', 8);
 const WARMUP = whole('warmup', 2);
 const ADMIN = option(args, 'pg-admin-url') ?? DEFAULT_ADMIN_URL;
+/**
+ * Also the gateways' JS heap after a full garbage collection, before and after the devices
+ * connect (through their inspector: nodes run with --inspect on a port of their own): what a
+ * device keeps, without the garbage that resident memory still holds after a connect storm.
+ */
+const HEAP = args.includes('--heap');
+if (HEAP) process.env.BENCH_SERVER_NODE_ARGS = `${process.env.BENCH_SERVER_NODE_ARGS ?? ''} --inspect=127.0.0.1:0`.trim();
+
+/** Reads a node's heap in use after a full garbage collection, in MB. */
+async function heapReader(inspectorUrl: string): Promise<() => Promise<number>> {
+  const session = await serverInspector(inspectorUrl);
+  onCleanup(() => session.close());
+  return async () => (await session.memory()).heapUsed;
+}
 /** Devices that answer calls: one takes at most 32 calls at once (src/gateway), half on each gateway. */
 const CALL_DEVICES = Math.max(4, 2 * Math.ceil(CALLERS / 64));
 const GATEWAYS = Math.max(2, Math.ceil(DEVICES / PER_GATEWAY));
@@ -186,7 +200,10 @@ async function fleetInSync(c: ClusterState): Promise<Record<string, string>> {
 async function skyportSide(c: ClusterState, held: Record<string, string>): Promise<void> {
   const workersPerGateway = Math.ceil(Math.ceil(DEVICES / GATEWAYS) / PER_WORKER);
   const setup = { host: '127.0.0.1', port: 0, mode: 'skyport' as const, prefix: '', inFlight: Math.max(1, Math.floor(IN_FLIGHT / workersPerGateway)), held };
-  const holders = c.gateways.map((g) => ({ name: g.nodeId, pid: g.pid, devices: c.identities.filter((d) => d.port === g.mqttPort).length }));
+  const holders: Proc[] = await Promise.all(c.gateways.map(async (g) => ({
+    name: g.nodeId, pid: g.pid, devices: c.identities.filter((d) => d.port === g.mqttPort).length,
+    ...(HEAP && g.inspectorUrl ? { heapMb: await heapReader(g.inspectorUrl) } : {}),
+  })));
   const others = [{ name: 'nats-server', pid: c.nats.pid }, { name: c.apiNode.nodeId, pid: c.apiNode.pid }];
   const { fleet, row } = await connectFleet({ server: `Skyport, ${GATEWAYS} gateway nodes`, setup, devices: c.identities, perWorker: PER_WORKER, warm: WARM * GATEWAYS, settleS: SETTLE_S, holders, others });
   printConnect(row);
@@ -238,7 +255,7 @@ function sampleConnections(databaseUrl: string): { stop(): number } {
 
 function printConnect(r: ConnectRow): void {
   results.connect.push(r);
-  console.log(`  ${r.server}: ${r.ok} of ${r.devices} CONNACK 0 (${r.failed} failed${r.failed ? ` ${JSON.stringify(r.codes)}` : ''}) in ${r.seconds} s, ${r.rate}/s; ${r.kbPerDevice} KB per device; ${r.memory.map((m) => `${m.name} ${m.beforeMb} → ${m.afterMb} MB`).join(', ')}`);
+  console.log(`  ${r.server}: ${r.ok} of ${r.devices} CONNACK 0 (${r.failed} failed${r.failed ? ` ${JSON.stringify(r.codes)}` : ''}) in ${r.seconds} s, ${r.rate}/s; ${r.kbPerDevice} KB per device${r.heapKbPerDevice === undefined ? '' : ` (JS heap after a full GC: ${r.heapKbPerDevice} KB)`}; ${r.memory.map((m) => `${m.name} ${m.beforeMb} → ${m.afterMb} MB`).join(', ')}`);
 }
 
 // ---------------------------------------------------------------------------------------------

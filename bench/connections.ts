@@ -12,12 +12,11 @@
 // A count above what the open-files limit lets one process hold is measured at the most the limit
 // allows, and said so: nothing is extrapolated.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import WebSocket from 'ws';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, buildSkyport, cpuTimes, exitedEarly, gitCommit, inspectorSession, onCleanup, openFilesLimit, option, processOpenFiles, round2, rssKb,
+  DEFAULT_ADMIN_URL, ROOT, api, buildSkyport, cpuTimes, exitedEarly, gitCommit, serverInspector, onCleanup, openFilesLimit, option, processOpenFiles, round2, rssKb,
   runBenchmark, sleep, startSkyport, stopChild, timeout, track, userWithProduct, type Store,
 } from './harness.js';
 import { startMosquitto } from './mosquitto.js';
@@ -107,33 +106,8 @@ function ask<T>(child: ChildProcess, message: unknown, answer: string, ms: numbe
   });
 }
 
-/** The server's inspector (--heap, --profile): Chrome DevTools protocol over a WebSocket. */
-async function inspector(url: string) {
-  const { ws, send } = await inspectorSession(url);
-  return {
-    send,
-    /** process.memoryUsage() after a full garbage collection, in MB. */
-    async memory(): Promise<Record<'rss' | 'heapTotal' | 'heapUsed' | 'external' | 'arrayBuffers', number>> {
-      await send('HeapProfiler.collectGarbage');
-      const r = await send<{ result: { value: string } }>('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true });
-      return Object.fromEntries(Object.entries(JSON.parse(r.result.value) as Record<string, number>).map(([k, v]) => [k, round2(v / 2 ** 20)])) as Record<'rss' | 'heapTotal' | 'heapUsed' | 'external' | 'arrayBuffers', number>;
-    },
-    /** Writes a heap snapshot (after a full GC) to `file`. */
-    async snapshot(file: string): Promise<void> {
-      const out = createWriteStream(file);
-      const onChunk = (data: WebSocket.RawData) => {
-        const m = JSON.parse(data.toString()) as { method?: string; params?: { chunk: string } };
-        if (m.method === 'HeapProfiler.addHeapSnapshotChunk') out.write(m.params?.chunk ?? '');
-      };
-      ws.on('message', onChunk);
-      await send('HeapProfiler.takeHeapSnapshot', { reportProgress: false });
-      ws.off('message', onChunk);
-      await new Promise<void>((resolve) => out.end(() => resolve()));
-    },
-    close: () => ws.close(),
-  };
-}
-type Inspector = Awaited<ReturnType<typeof inspector>>;
+const inspector = serverInspector;
+type Inspector = Awaited<ReturnType<typeof serverInspector>>;
 
 /**
  * Connects every identity from load processes of at most `perWorker` sockets each, reads the

@@ -3,7 +3,7 @@
 // an operator starts it, a PostgreSQL database of its own, and readings from /proc.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -366,4 +366,31 @@ export async function inspectorSession(url: string): Promise<{ ws: WebSocket; se
     ws.send(JSON.stringify({ id: mine, method, params }));
   });
   return { ws, send };
+}
+
+/** A server's inspector (it runs with --inspect; --heap, --profile): Chrome DevTools protocol over a WebSocket. */
+export async function serverInspector(url: string) {
+  const { ws, send } = await inspectorSession(url);
+  return {
+    send,
+    /** process.memoryUsage() after a full garbage collection, in MB. */
+    async memory(): Promise<Record<'rss' | 'heapTotal' | 'heapUsed' | 'external' | 'arrayBuffers', number>> {
+      await send('HeapProfiler.collectGarbage');
+      const r = await send<{ result: { value: string } }>('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true });
+      return Object.fromEntries(Object.entries(JSON.parse(r.result.value) as Record<string, number>).map(([k, v]) => [k, round2(v / 2 ** 20)])) as Record<'rss' | 'heapTotal' | 'heapUsed' | 'external' | 'arrayBuffers', number>;
+    },
+    /** Writes a heap snapshot (after a full GC) to `file`. */
+    async snapshot(file: string): Promise<void> {
+      const out = createWriteStream(file);
+      const onChunk = (data: WebSocket.RawData) => {
+        const m = JSON.parse(data.toString()) as { method?: string; params?: { chunk: string } };
+        if (m.method === 'HeapProfiler.addHeapSnapshotChunk') out.write(m.params?.chunk ?? '');
+      };
+      ws.on('message', onChunk);
+      await send('HeapProfiler.takeHeapSnapshot', { reportProgress: false });
+      ws.off('message', onChunk);
+      await new Promise<void>((resolve) => out.end(() => resolve()));
+    },
+    close: () => ws.close(),
+  };
 }
