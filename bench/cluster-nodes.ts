@@ -30,9 +30,11 @@ export interface Node extends Skyport { role: Role; nodeId: string }
  * METRICS=open so that its connected devices can be read. Without `nats`, a single node (role
  * all, the in-process bus) on its own database.
  */
-export async function startNode(role: Role, nodeId: string, o: { nats?: NatsServer; databaseUrl?: string; adminUrl: string }): Promise<Node> {
+export async function startNode(role: Role, nodeId: string, o: { nats?: NatsServer; databaseUrl?: string; adminUrl: string; inspect?: boolean }): Promise<Node> {
   const env: Record<string, string> = { METRICS: 'open', ...(o.nats ? { NATS_URL: o.nats.url, ROLE: role, NODE_ID: nodeId } : {}) };
-  const node = await startSkyport('postgres', { adminUrl: o.adminUrl, build: ROOT, env, name: `node ${nodeId} (${role})`, ...(o.databaseUrl ? { databaseUrl: o.databaseUrl } : {}) });
+  // The inspector's port is picked like the others (port 0 could take the one picked for HTTP).
+  const nodeArgs = o.inspect ? [`--inspect=127.0.0.1:${await freePort()}`] : [];
+  const node = await startSkyport('postgres', { adminUrl: o.adminUrl, build: ROOT, env, nodeArgs, name: `node ${nodeId} (${role})`, ...(o.databaseUrl ? { databaseUrl: o.databaseUrl } : {}) });
   return { ...node, role, nodeId };
 }
 

@@ -72,7 +72,6 @@ const ADMIN = option(args, 'pg-admin-url') ?? DEFAULT_ADMIN_URL;
  * device keeps, without the garbage that resident memory still holds after a connect storm.
  */
 const HEAP = args.includes('--heap');
-if (HEAP) process.env.BENCH_SERVER_NODE_ARGS = `${process.env.BENCH_SERVER_NODE_ARGS ?? ''} --inspect=127.0.0.1:0`.trim();
 
 /** Reads a node's heap in use after a full garbage collection, in MB. */
 async function heapReader(inspectorUrl: string): Promise<() => Promise<number>> {
@@ -153,7 +152,7 @@ async function startClusterNodes(): Promise<ClusterState> {
   const databaseUrl = await createDatabase(ADMIN, 'skyport_cluster');
   // The first node migrates the database; the others start once it has.
   const apiNode = await startNode('api', 'api-1', { nats, databaseUrl, adminUrl: ADMIN });
-  const gateways = await Promise.all(Array.from({ length: GATEWAYS }, (_, k) => startNode('gateway', `gateway-${k + 1}`, { nats, databaseUrl, adminUrl: ADMIN })));
+  const gateways = await Promise.all(Array.from({ length: GATEWAYS }, (_, k) => startNode('gateway', `gateway-${k + 1}`, { nats, databaseUrl, adminUrl: ADMIN, inspect: HEAP })));
   const { token, productId } = await userWithProduct(apiNode.url, 'cluster');
   const t0 = Date.now();
   const identities: Identity[] = [];
