@@ -53,16 +53,16 @@ function indexOf(name: string, bus: Bus, clock: Clock, ttlMs: number) {
   bus.listen(`limits.${name}`, (ids) => { if (Array.isArray(ids)) for (const id of ids) if (typeof id === 'string') note(id); });
   const holds = (id: string) => {
     const until = known.get(id);
-    if (until !== undefined && until <= clock.nowMs()) known.delete(id);
-    return until !== undefined && until > clock.nowMs();
+    if (until === undefined) return false;
+    if (until > clock.nowMs()) return true;
+    known.delete(id);
+    return false;
   };
-  // The listing of the table's keys, under way or done; made again once the bus is back.
+  // The listing of the table's keys, under way or done; made again once the bus is back (the
+  // notices of writes made meanwhile were missed).
   let listing: { done: boolean } | null = null;
-  let wasUp = true;
+  bus.whenBack(() => { listing = null; });
   const listed = (table: SharedTable): boolean => {
-    const up = bus.state() === 'up';
-    if (up && !wasUp) listing = null;
-    wasUp = up;
     if (listing === null) {
       const current = { done: false };
       listing = current;
