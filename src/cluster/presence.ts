@@ -2,7 +2,8 @@ import type { Bus, CloudEvent } from '../bus/bus.js';
 import type { SharedTable } from '../bus/shared.js';
 import type { Clock } from '../platform/clock.js';
 import type { Log } from '../platform/log.js';
-import type { PresenceOwnerRow, PresenceRepository } from '../repositories/presence.repository.js';
+import type { DeviceScope } from '../repositories/devices.repository.js';
+import type { PresenceRepository } from '../repositories/presence.repository.js';
 
 /**
  * Presence across nodes (docs/architecture.md, "Presence and node leases"). Each gateway writes
@@ -23,7 +24,7 @@ export function createClusterPresence(deps: {
   clock: Clock;
   log: () => Log;
 }) {
-  const announce = (rows: PresenceOwnerRow[], status: 'online' | 'offline') => {
+  const announce = (rows: DeviceScope[], status: 'online' | 'offline') => {
     const at = deps.clock.now().toISOString();
     for (const d of rows) {
       deps.bus.publish({ name: 'spark/status', data: status, ttl: 60, published_at: at, coreid: d.id, private: true, owner: d.owner, productId: d.productId } satisfies CloudEvent);

@@ -75,9 +75,10 @@ const toDevice = (r: Row): DeviceRecord => ({
   updatedAt: new Date(r.updated_at),
 });
 
-type ScopeRow = Pick<Row, 'id' | 'product_id' | 'owner_kind' | 'owner_id'>;
+export type ScopeRow = Pick<Row, 'id' | 'product_id' | 'owner_kind' | 'owner_id'>;
 const SCOPE_COLUMNS = 'id, product_id, owner_kind, owner_id';
-const toScope = (r: ScopeRow): DeviceScope => ({
+/** A device's scope from the columns that hold it (also what presence changes answer). */
+export const toScope = (r: ScopeRow): DeviceScope => ({
   id: r.id,
   owner: r.owner_kind && r.owner_id ? { kind: r.owner_kind, id: r.owner_id } : null,
   productId: r.product_id === null ? null : Number(r.product_id),

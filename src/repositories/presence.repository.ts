@@ -1,6 +1,6 @@
 import type { Queryable } from '../storage/db.js';
 import type { Hello } from '../domain/device-protocol.js';
-import type { DeviceOwner } from './devices.repository.js';
+import { toScope, type DeviceScope, type ScopeRow } from './devices.repository.js';
 
 /** One presence change of a device, as the gateway saw it. */
 export interface PresenceChange {
@@ -10,15 +10,6 @@ export interface PresenceChange {
   at: Date;
   ip?: string | null;
 }
-
-/** A device whose presence changed, with the scope its presence event goes to. */
-export interface PresenceOwnerRow { id: string; owner: DeviceOwner | null; productId: number | null }
-interface OwnerRow { id: string; owner_kind: 'user' | 'customer' | null; owner_id: string | null; product_id: number | string | null }
-const toOwnerRow = (r: OwnerRow): PresenceOwnerRow => ({
-  id: r.id,
-  owner: r.owner_kind && r.owner_id ? { kind: r.owner_kind, id: r.owner_id } : null,
-  productId: r.product_id === null ? null : Number(r.product_id),
-});
 
 /** The fields a `hello` sets; those it leaves out keep what an earlier one said. */
 const definedOf = (hello: Hello): Partial<Hello> => Object.fromEntries(Object.entries(hello).filter(([, v]) => v !== undefined && v !== null)) as Partial<Hello>;
@@ -122,16 +113,16 @@ export function createPresenceRepository(db: Queryable) {
      * again since (`reassert`) keeps them. Answers the devices changed, with their scope (for
      * their presence events).
      */
-    async release(nodes: Array<string | null>, heardBefore?: Date): Promise<PresenceOwnerRow[]> {
+    async release(nodes: Array<string | null>, heardBefore?: Date): Promise<DeviceScope[]> {
       const named = nodes.filter((n): n is string => n !== null);
-      const rows = await db.query<OwnerRow>(
+      const rows = await db.query<ScopeRow>(
         `UPDATE devices SET online = false, node_id = NULL
          WHERE online AND (node_id = ANY($1::text[]) OR ($2 AND node_id IS NULL))
            AND ($3::timestamptz IS NULL OR last_heard IS NULL OR last_heard < $3::timestamptz)
          RETURNING id, owner_kind, owner_id, product_id`,
         [named, nodes.includes(null), heardBefore ?? null],
       );
-      return rows.map(toOwnerRow);
+      return rows.map(toScope);
     },
 
     /**
@@ -141,9 +132,9 @@ export function createPresenceRepository(db: Queryable) {
      * them, see `release`). A device online on another node (it reconnected there) is left
      * alone. Answers the devices that were offline.
      */
-    async reassert(node: string, ids: string[]): Promise<PresenceOwnerRow[]> {
+    async reassert(node: string, ids: string[]): Promise<DeviceScope[]> {
       if (ids.length === 0) return [];
-      const rows = await db.query<OwnerRow & { was: boolean }>(
+      const rows = await db.query<ScopeRow & { was: boolean }>(
         `WITH held AS (
            SELECT id, online AS was FROM devices
            WHERE id = ANY($2::text[]) AND (NOT online OR node_id = $1)
@@ -154,7 +145,7 @@ export function createPresenceRepository(db: Queryable) {
          RETURNING d.id, d.owner_kind, d.owner_id, d.product_id, held.was`,
         [node, ids],
       );
-      return rows.filter((r) => !r.was).map(toOwnerRow);
+      return rows.filter((r) => !r.was).map(toScope);
     },
   };
 }
