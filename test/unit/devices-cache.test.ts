@@ -6,31 +6,48 @@ import { createCacheHub, localCaches } from '../../src/platform/cache-hub.js';
 import type { DeviceRecord, DeviceScope, DevicesRepository } from '../../src/repositories/devices.repository.js';
 import type { Tx } from '../../src/storage/db.js';
 
-test('a read that raced a reported change is not kept: the next read goes to storage again', async () => {
-  let stored = { id: 'a'.repeat(24), functions: [] as string[] } as unknown as DeviceRecord;
+/**
+ * A store of one device row whose read number `slowRead` waits for `release()`; it answers the
+ * row as it was when the read began.
+ */
+function slowStore(row: DeviceRecord, slowRead: number) {
+  let stored = row;
   let reads = 0;
   let release: () => void = () => undefined;
   const repo = {
     async findById() {
       reads += 1;
-      const row = stored;
-      if (reads === 1) await new Promise<void>((r) => { release = r; }); // the first read is slow
-      return row;
+      const now = stored;
+      if (reads === slowRead) await new Promise<void>((r) => { release = r; });
+      return now;
     },
   } as unknown as DevicesRepository;
-  const cache = cacheDevices(repo, localCaches(manualClock()));
+  return {
+    repo,
+    get stored() { return stored; },
+    set stored(next: DeviceRecord) { stored = next; },
+    get reads() { return reads; },
+    release: () => release(),
+  };
+}
 
-  const slow = cache.findById(stored.id);
+test('a read that raced a reported change is not kept: the next read goes to storage again', async () => {
+  // The first read is slow.
+  const store = slowStore({ id: 'a'.repeat(24), functions: [] as string[] } as unknown as DeviceRecord, 1);
+  const id = store.stored.id;
+  const cache = cacheDevices(store.repo, localCaches(manualClock()));
+
+  const slow = cache.findById(id);
   await new Promise((r) => setImmediate(r));
   // The device said hello meanwhile: stored, then reported.
-  stored = { ...stored, functions: ['led'] };
-  cache.forget(stored.id);
-  release();
+  store.stored = { ...store.stored, functions: ['led'] };
+  cache.forget(id);
+  store.release();
   assert.deepEqual((await slow)?.functions, [], 'the racing read answers what it read');
-  assert.deepEqual((await cache.findById(stored.id))?.functions, ['led'], 'but was not kept');
-  assert.equal(reads, 2);
-  await cache.findById(stored.id);
-  assert.equal(reads, 2, 'a read with no change during it is kept');
+  assert.deepEqual((await cache.findById(id))?.functions, ['led'], 'but was not kept');
+  assert.equal(store.reads, 2);
+  await cache.findById(id);
+  assert.equal(store.reads, 2, 'a read with no change during it is kept');
 });
 
 test('a write inside a transaction is dropped from memory and reported once it has committed, with what it committed', async () => {
@@ -84,27 +101,18 @@ test("a read that raced another node's drop is not kept either (docs/architectur
   }, manualClock());
   const [hubA, hubB] = [node('a'), node('b')];
   const id = 'd'.repeat(24);
-  let stored = { id, functions: [] as string[] } as unknown as DeviceRecord;
-  let reads = 0;
-  let release: () => void = () => undefined;
-  const repo = {
-    async findById() {
-      reads += 1;
-      const row = stored;
-      if (reads === 2) await new Promise<void>((r) => { release = r; }); // node B's read is slow
-      return row;
-    },
-  } as unknown as DevicesRepository;
-  const onA = cacheDevices(repo, hubA);
-  const onB = cacheDevices(repo, hubB);
+  // Node B's read (the second) is slow.
+  const store = slowStore({ id, functions: [] as string[] } as unknown as DeviceRecord, 2);
+  const onA = cacheDevices(store.repo, hubA);
+  const onB = cacheDevices(store.repo, hubB);
   await onA.findById(id);
   const slow = onB.findById(id);
   await new Promise((r) => setImmediate(r));
   // The device said hello to node A meanwhile: stored, then reported there.
-  stored = { ...stored, functions: ['led'] };
+  store.stored = { ...store.stored, functions: ['led'] };
   onA.forget(id);
   await new Promise((r) => setImmediate(r));
-  release();
+  store.release();
   assert.deepEqual((await slow)?.functions, [], 'the racing read answers what it read');
   assert.deepEqual((await onB.findById(id))?.functions, ['led'], 'but node B did not keep it');
   assert.deepEqual((await onA.findById(id))?.functions, ['led']);
