@@ -1,11 +1,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import mqtt from 'mqtt';
 import { startCluster, startNodeProcess, type NodeProcess, type TestCluster } from '../helpers/cluster.js';
 import { startBalancer, type TestBalancer } from '../helpers/balancer.js';
 import { raw } from '../helpers/http.js';
 import { engineSchema, newProduct, signUp } from '../helpers/fixtures.js';
-import { provision, type Identity } from '../helpers/device.js';
+import { provision, reconnectingDevice } from '../helpers/device.js';
 import { eventually } from '../helpers/eventually.js';
 import { bind, createDevice, type Device } from '../../src/sdk/index.js';
 
@@ -33,29 +32,6 @@ after(async () => {
   await cluster.close();
 });
 
-/** A device of plain mqtt.js calls that reconnects, says what it holds at each connect, and takes every module. */
-function plainDevice(url: string, who: Identity) {
-  const held = new Map<string, { value: Json; hash: string }>();
-  const client = mqtt.connect(url, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 200, protocolVersion: 5 });
-  client.on('connect', () => {
-    void (async () => {
-      await client.subscribeAsync(`devices/${who.id}/cloud/#`, { qos: 1 });
-      await client.publishAsync(`devices/${who.id}/hello`, JSON.stringify({ functions: ['where'], variables: {} }), { qos: 1 });
-      await client.publishAsync(`devices/${who.id}/config/hello`, JSON.stringify({ modules: Object.fromEntries([...held].map(([m, v]) => [m, v.hash])) }), { qos: 1 });
-    })().catch(() => undefined);
-  });
-  client.on('message', (topic, payload) => {
-    const m = JSON.parse(payload.toString()) as Json;
-    if (topic.endsWith('/cloud/config/set')) {
-      held.set(m.module as string, { value: m.value as Json, hash: m.hash as string });
-      void client.publishAsync(`devices/${who.id}/config/ack`, JSON.stringify({ id: m.id, status: 0 }));
-    } else if (topic.endsWith('/cloud/call')) {
-      void client.publishAsync(`devices/${who.id}/reply`, JSON.stringify({ id: m.id, return_value: 7 }));
-    }
-  });
-  return { client, held };
-}
-
 test('a gateway killed with SIGKILL: its devices reconnect to the other one, are online, take what is pending, and lose nothing acknowledged', async () => {
   const api = cluster.nodes[0] as (typeof cluster.nodes)[0];
   const { token } = await signUp(api.url);
@@ -68,7 +44,7 @@ test('a gateway killed with SIGKILL: its devices reconnect to the other one, are
   const sdk: Device = createDevice({ url: balancer.url, id: sdkWho.id, secret: sdkWho.secret, reconnect: { minMs: 100, maxMs: 300, stableMs: 10_000 } });
   await sdk.configModule('engine', { idle: bind.integer(engine, 'idle', { min: 0, max: 10000 }), fastpub: bind.integer(engine, 'fastpub', { min: 0, max: 3600000 }) });
   await sdk.connect();
-  const plain = plainDevice(balancer.url, plainWho);
+  const plain = reconnectingDevice(balancer.url, plainWho);
   try {
     const rollout = async () => (await raw(`${api.url}/v1/products/${product.id}/config/rollout`, { token })).json;
     const online = async (id: string) => (await raw(`${api.url}/v1/devices/${id}`, { token })).json.online === true;

@@ -119,3 +119,31 @@ export async function configDevice(mqttUrl: string, who: Identity, held: Holding
     get mostUnanswered() { return state.mostUnanswered; },
   };
 }
+
+/**
+ * A device of plain mqtt.js calls that reconnects by itself (MQTT 5) and, at every connect, says
+ * its functions and the hashes of what it holds; it takes every configuration module and answers
+ * every call with 7. For the cluster's failover tests: it follows a load balancer to whichever
+ * node is left.
+ */
+export function reconnectingDevice(mqttUrl: string, who: Identity): { client: mqtt.MqttClient; held: Holdings } {
+  const held: Holdings = new Map();
+  const client = mqtt.connect(mqttUrl, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 200, protocolVersion: 5 });
+  client.on('connect', () => {
+    void (async () => {
+      await client.subscribeAsync(`devices/${who.id}/cloud/#`, { qos: 1 });
+      await client.publishAsync(`devices/${who.id}/hello`, JSON.stringify({ functions: ['where'], variables: {} }), { qos: 1 });
+      await client.publishAsync(`devices/${who.id}/config/hello`, JSON.stringify({ modules: Object.fromEntries([...held].map(([m, v]) => [m, v.hash])) }), { qos: 1 });
+    })().catch(() => undefined);
+  });
+  client.on('message', (topic, payload) => {
+    const m = JSON.parse(payload.toString()) as Json;
+    if (topic.endsWith('/cloud/config/set')) {
+      held.set(m.module as string, { value: m.value as Json, hash: m.hash as string });
+      void client.publishAsync(`devices/${who.id}/config/ack`, JSON.stringify({ id: m.id, status: 0 }));
+    } else if (topic.endsWith('/cloud/call')) {
+      void client.publishAsync(`devices/${who.id}/reply`, JSON.stringify({ id: m.id, return_value: 7 }));
+    }
+  });
+  return { client, held };
+}
