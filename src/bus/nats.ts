@@ -40,6 +40,22 @@ const TRANSIT_MS = 2_000;
 const encode = (value: unknown) => JSON.stringify(value);
 const decode = (data: Uint8Array): unknown => JSON.parse(Buffer.from(data).toString('utf8'));
 
+/**
+ * A promise settled at the next `setImmediate`, shared by everyone who asks in the same turn of
+ * the event loop. The NATS client writes what was queued since its last write at the end of the
+ * current microtask checkpoint: requests and replies made as each HTTP request or device packet
+ * of one poll is handled would each cost a system call. Waiting for this turn first sends them
+ * all in one write (as the gateway corks its sockets until `setImmediate`: docs/architecture.md,
+ * "Devices: the gateway and the bus").
+ */
+function writesOfOneTurn(): () => Promise<void> {
+  let turn: Promise<void> | undefined;
+  return () => (turn ??= new Promise<void>((resolve) => setImmediate(() => {
+    turn = undefined;
+    resolve();
+  })));
+}
+
 export const newNodeId = () => `${hostname().replace(/[^A-Za-z0-9-]/g, '').slice(0, 20) || 'node'}-${randomBytes(3).toString('hex')}`;
 
 export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
@@ -52,7 +68,11 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     waitOnFirstConnect: false,
+    // Without it, every request captures a stack trace up front in case it fails: a tenth of an
+    // API node's CPU per device call, for a trace that always names the same line of this file.
+    noAsyncTraces: true,
   });
+  const nextTurn = writesOfOneTurn();
   let up = true;
   /** Counts the connection's losses: a request that saw one on its way failed because of the bus. */
   let outages = 0;
@@ -128,6 +148,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       let reply;
       const outagesBefore = outages;
       try {
+        await nextTurn();
         reply = await nc.request(`${prefix}.device.${deviceId}`, encode({ command, timeoutMs } satisfies WireCommand), { timeout: timeoutMs + TRANSIT_MS });
       } catch (err) {
         if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) throw new DomainError('device_offline', 'The device is not connected to the cloud');
@@ -162,9 +183,12 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
             return;
           }
           handler(wire.command, wire.timeoutMs).then(
-            (answer) => msg.respond(encode(answer)),
-            (err2: unknown) => msg.respond(encode(isDomainError(err2) ? { fail: err2.code, message: err2.message } : { fail: 'server_error', message: 'The device command failed' })),
-          );
+            (answer): WireAnswer => answer,
+            (err2: unknown): WireAnswer => (isDomainError(err2) ? { fail: err2.code, message: err2.message } : { fail: 'server_error', message: 'The device command failed' }),
+          ).then(async (answer) => {
+            await nextTurn();
+            msg.respond(encode(answer));
+          }).catch((err3: unknown) => options.log().warn({ err: err3 }, 'bus: a device answer could not be sent back'));
         },
       });
       const since = Date.now();
