@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { connect, nanos, NoRespondersError, RequestError, TimeoutError, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { connect, nanos, NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { DomainError, isDomainError, type ErrorCode } from '../domain/errors.js';
@@ -33,6 +33,16 @@ export interface NatsBusOptions {
 }
 
 interface WireCommand { command: DeviceCommand; timeoutMs: number }
+/** A device held here: the subscription serving it, when it was taken, and what to do when another node takes it over. */
+interface Hold {
+  sub: Subscription;
+  since: number;
+  evicted: (() => void) | undefined;
+  /** Let go by this node's gateway (the subscription drains). */
+  released: boolean;
+  /** Another node's gateway took the device's connection over. */
+  takenOver: boolean;
+}
 type WireAnswer = DeviceAnswer | { fail: ErrorCode; message: string };
 
 /** How much longer than the device's own timeout a request may take on the way (two hops over NATS). */
@@ -111,8 +121,9 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     },
   }));
 
-  // Devices held here: the subscription serving each, when it was taken, and what to do when another node takes it over.
-  const held = new Map<string, { sub: Subscription; since: number; evicted?: (() => void) | undefined }>();
+  const held = new Map<string, Hold>();
+  const answer = (msg: Msg, reply: WireAnswer) => void nextTurn().then(() => msg.respond(encode(reply)))
+    .catch((err: unknown) => options.log().warn({ err }, 'bus: a device answer could not be sent back'));
   subscriptions.push(nc.subscribe(`${prefix}.takeover.*`, {
     callback: (err, msg) => {
       if (err) return;
@@ -121,7 +132,10 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         const deviceId = msg.subject.slice(prefix.length + '.takeover.'.length);
         const mine = held.get(deviceId);
         // Only a hold taken before the other node's: a device that came back here since stays.
-        if (node !== nodeId && mine && mine.since <= at) mine.evicted?.();
+        if (node !== nodeId && mine && mine.since <= at) {
+          mine.takenOver = true;
+          mine.evicted?.();
+        }
       });
     },
   }));
@@ -173,31 +187,43 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     send,
 
     hold(deviceId, handler: DeviceHandler, evicted) {
-      const sub = nc.subscribe(`${prefix}.device.${deviceId}`, {
-        callback: (err, msg) => {
-          if (err) return;
-          let wire: WireCommand;
-          try {
-            wire = decode(msg.data) as WireCommand;
-          } catch {
-            return;
-          }
-          handler(wire.command, wire.timeoutMs).then(
-            (answer): WireAnswer => answer,
-            (err2: unknown): WireAnswer => (isDomainError(err2) ? { fail: err2.code, message: err2.message } : { fail: 'server_error', message: 'The device command failed' }),
-          ).then(async (answer) => {
-            await nextTurn();
-            msg.respond(encode(answer));
-          }).catch((err3: unknown) => options.log().warn({ err: err3 }, 'bus: a device answer could not be sent back'));
-        },
-      });
-      const since = Date.now();
-      const entry = { sub, since, evicted };
+      const entry: Hold = {
+        since: Date.now(), evicted, released: false, takenOver: false,
+        sub: nc.subscribe(`${prefix}.device.${deviceId}`, {
+          callback: (err, msg) => {
+            if (err) return;
+            let wire: WireCommand;
+            try {
+              wire = decode(msg.data) as WireCommand;
+            } catch {
+              return;
+            }
+            if (entry.released) {
+              // Sent before NATS heard that this node let the device go. The holder that took
+              // it over, here or on another node, answers; when none did, the device is gone,
+              // and saying so now spares the caller the wait for a time-out.
+              if (!entry.takenOver && !held.has(deviceId)) answer(msg, { fail: 'device_offline', message: 'The device is not connected to the cloud' });
+              return;
+            }
+            void handler(wire.command, wire.timeoutMs).then(
+              (value) => answer(msg, value),
+              (err2: unknown) => answer(msg, isDomainError(err2) ? { fail: err2.code, message: err2.message } : { fail: 'server_error', message: 'The device command failed' }),
+            );
+          },
+        }),
+      };
       held.set(deviceId, entry);
-      nc.publish(`${prefix}.takeover.${deviceId}`, encode({ node: nodeId, at: since }));
+      nc.publish(`${prefix}.takeover.${deviceId}`, encode({ node: nodeId, at: entry.since }));
       return () => {
-        sub.unsubscribe();
+        if (entry.released) return;
+        entry.released = true;
         if (held.get(deviceId) === entry) held.delete(deviceId);
+        // Draining, not unsubscribing: requests NATS routed here before it took the UNSUB still
+        // reach the callback above (until a round trip to the server), instead of being dropped.
+        // While NATS is away there is nothing in flight, and the client would subscribe a
+        // draining subscription again when it reconnects.
+        if (up) entry.sub.drain().catch(() => entry.sub.unsubscribe());
+        else entry.sub.unsubscribe();
       };
     },
 
