@@ -1,3 +1,4 @@
+import { DomainError } from '../domain/errors.js';
 import type { DeviceOwner } from '../repositories/devices.repository.js';
 import type { SharedTables } from './shared.js';
 
@@ -7,6 +8,9 @@ import type { SharedTables } from './shared.js';
  * gateway and the bus"). Routes and services talk only to this interface, so the in-process
  * default and a multi-node deployment (NATS or Redis behind the same interface) run the same code.
  */
+
+/** The answer for a device no gateway holds now, whichever part of the bus finds it so. */
+export const deviceOffline = () => new DomainError('device_offline', 'The device is not connected to the cloud');
 
 /** What the API may ask of a connected device. */
 export type DeviceCommand =

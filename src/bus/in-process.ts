@@ -1,6 +1,5 @@
-import { DomainError } from '../domain/errors.js';
 import { systemClock, type Clock } from '../platform/clock.js';
-import type { Bus, CloudEvent, DeviceHandler } from './bus.js';
+import { deviceOffline, type Bus, type CloudEvent, type DeviceHandler } from './bus.js';
 import { memoryTables } from './shared.js';
 
 /** Calls each listener; one failing listener must not stop delivery to the others. */
@@ -27,7 +26,7 @@ export function createInProcessBus(clock: Clock = systemClock): Bus {
     whenBack: () => () => undefined,
     async send(deviceId, command, timeoutMs) {
       const handler = held.get(deviceId);
-      if (!handler) throw new DomainError('device_offline', 'The device is not connected to the cloud');
+      if (!handler) throw deviceOffline();
       return handler(command, timeoutMs);
     },
     // The gateway replaces an older connection of the device itself: nothing to evict here.

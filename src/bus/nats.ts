@@ -5,7 +5,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { DomainError, isDomainError, type ErrorCode } from '../domain/errors.js';
 import type { Log } from '../platform/log.js';
-import type { Bus, CloudEvent, DeviceAnswer, DeviceCommand, DeviceHandler } from './bus.js';
+import { deviceOffline, type Bus, type CloudEvent, type DeviceAnswer, type DeviceCommand, type DeviceHandler } from './bus.js';
 import { fanOutTo } from './in-process.js';
 import type { SharedTable, SharedTables } from './shared.js';
 
@@ -122,6 +122,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   }));
 
   const held = new Map<string, Hold>();
+  /** What a device command's failure tells the node that sent it. */
+  const failed = (err: unknown): WireAnswer => (isDomainError(err) ? { fail: err.code, message: err.message } : { fail: 'server_error', message: 'The device command failed' });
   const answer = (msg: Msg, reply: WireAnswer) => void nextTurn().then(() => msg.respond(encode(reply)))
     .catch((err: unknown) => options.log().warn({ err }, 'bus: a device answer could not be sent back'));
   subscriptions.push(nc.subscribe(`${prefix}.takeover.*`, {
@@ -165,7 +167,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         await nextTurn();
         reply = await nc.request(`${prefix}.device.${deviceId}`, encode({ command, timeoutMs } satisfies WireCommand), { timeout: timeoutMs + TRANSIT_MS });
       } catch (err) {
-        if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) throw new DomainError('device_offline', 'The device is not connected to the cloud');
+        if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) throw deviceOffline();
         // NATS went away while the request was out: the bus, not the device, failed it.
         if (!up || nc.isClosed() || outages !== outagesBefore) throw unavailable();
         // The holding node died or NATS dropped the request on the way: the device did not answer in time.
@@ -192,23 +194,20 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         sub: nc.subscribe(`${prefix}.device.${deviceId}`, {
           callback: (err, msg) => {
             if (err) return;
+            if (entry.released) {
+              // Sent before NATS heard that this node let the device go. The holder that took
+              // it over, here or on another node, answers; when none did, the device is gone,
+              // and saying so now spares the caller the wait for a time-out.
+              if (!entry.takenOver && !held.has(deviceId)) answer(msg, failed(deviceOffline()));
+              return;
+            }
             let wire: WireCommand;
             try {
               wire = decode(msg.data) as WireCommand;
             } catch {
               return;
             }
-            if (entry.released) {
-              // Sent before NATS heard that this node let the device go. The holder that took
-              // it over, here or on another node, answers; when none did, the device is gone,
-              // and saying so now spares the caller the wait for a time-out.
-              if (!entry.takenOver && !held.has(deviceId)) answer(msg, { fail: 'device_offline', message: 'The device is not connected to the cloud' });
-              return;
-            }
-            void handler(wire.command, wire.timeoutMs).then(
-              (value) => answer(msg, value),
-              (err2: unknown) => answer(msg, isDomainError(err2) ? { fail: err2.code, message: err2.message } : { fail: 'server_error', message: 'The device command failed' }),
-            );
+            void handler(wire.command, wire.timeoutMs).then((value) => answer(msg, value), (err2: unknown) => answer(msg, failed(err2)));
           },
         }),
       };

@@ -1,6 +1,6 @@
 import { DomainError } from '../domain/errors.js';
 import { cloudTopic, publishLimit } from '../domain/device-protocol.js';
-import type { DeviceAnswer, DeviceCommand } from '../bus/bus.js';
+import { deviceOffline, type DeviceAnswer, type DeviceCommand } from '../bus/bus.js';
 import type { SessionDevice } from './context.js';
 import type { Session } from './session.js';
 import { MAX_PENDING, PendingCalls } from './calls.js';
@@ -21,7 +21,7 @@ const requestTopic = (deviceId: string, command: Request) => cloudTopic(deviceId
  * answer under a correlation id (calls.ts).
  */
 export async function serve(s: Session, command: Exclude<DeviceCommand, { kind: 'sync' }>, timeoutMs: number): Promise<DeviceAnswer> {
-  if (s.state !== 'connected' || !s.device) throw new DomainError('device_offline', 'The device is not connected to the cloud');
+  if (s.state !== 'connected' || !s.device) throw deviceOffline();
   if (command.kind === 'ping') return { ok: true, value: true };
   if (command.kind === 'signal') {
     publishToDevice(s, cloudTopic(s.device.id, 'signal'), { signal: command.on });

@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { Log } from '../platform/log.js';
-import type { Bus, CloudEvent, DeviceAnswer, DeviceCommand } from '../bus/bus.js';
+import { deviceOffline, type Bus, type CloudEvent, type DeviceAnswer, type DeviceCommand } from '../bus/bus.js';
 import { DomainError } from '../domain/errors.js';
 import type { FailureLimiter } from '../domain/failure-limiter.js';
 import type { DeviceOwner, DeviceRecord } from '../repositories/devices.repository.js';
@@ -111,7 +111,7 @@ export function createGateway(deps: GatewayDeps) {
       indexScope(conn, true);
       const served = (command: DeviceCommand, timeoutMs: number): Promise<DeviceAnswer> => {
         if (command.kind !== 'sync') return track(serve(conn, command, timeoutMs));
-        if (!deps.configSync) return Promise.reject(new DomainError('device_offline', 'The device is not connected to the cloud'));
+        if (!deps.configSync) return Promise.reject(deviceOffline());
         return track(deps.configSync(d.id, command.productId, command.modules));
       };
       // Taken over by a connection of the device on another node: this one closes, the device stays online.
