@@ -194,7 +194,11 @@ test('settings outside a device firmware range are not sent to it, and its read 
     assert.equal(devices[0]?.engine.boost, -1, 'firmware 19 never gets boost');
     assert.equal(devices[1]?.engine.boost, 3);
     const read = async (who: Identity) => (await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token })).json as Json;
-    const old = await read(oldWho);
+    // The device applies a write before its acknowledgement reaches the cloud: wait for that.
+    const old = await eventually(async () => {
+      const r = await read(oldWho);
+      return r.configuration.current.engine ? r : undefined;
+    });
     assert.deepEqual(old.outside_firmware_range, [{ path: '/engine/boost', minimumFirmwareVersion: 20 }]);
     assert.equal('boost' in old.configuration.current.engine, false);
     assert.deepEqual((await read(newWho)).outside_firmware_range, []);
