@@ -17,6 +17,8 @@ test('the fleet page lists the product devices, online or not', async () => {
   const offline = await provision(tested.server.url, token, product.id);
   const device = await configDevice(tested.server.mqttUrl, online, new Map());
   try {
+    // The connect is stored after CONNACK, and the page reads it from the list: wait for it first.
+    await eventually(async () => ((await raw(`${tested.server.url}/v1/products/${product.id}/devices/${online.id}`, { token })).json.online === true ? true : undefined));
     const page = await tested.loggedIn(username, `/products/${product.slug}`);
     await page.getByRole('heading', { name: 'Devices' }).waitFor();
     const state = async (id: string) => (await page.getByRole('row', { name: new RegExp(id) }).textContent()) ?? '';
