@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
 import { engineSchema as engineSchemaOf, newProduct, signUp } from './helpers/fixtures.js';
-import { provision, type Identity } from './helpers/device.js';
+import { bindEngine, provision, type Engine, type Identity } from './helpers/device.js';
 import { eventually } from './helpers/eventually.js';
 import { bind, ConfigStatus, createDevice, type Device } from '../src/sdk/index.js';
 import { check } from '../src/sdk/config.js';
@@ -41,7 +41,6 @@ async function productWithSchema(schema: string) {
   return { token, product };
 }
 
-interface Engine { idle: number; fastpub: number }
 
 /** An SDK device binding the engine module (idle up to `maxIdle` on this hardware) and rgb's type. */
 async function engineDevice(who: Identity, configDir: string, options: { maxIdle?: number; firmwareVersion?: number } = {}) {
@@ -49,10 +48,7 @@ async function engineDevice(who: Identity, configDir: string, options: { maxIdle
   const rgbTypes: number[] = [];
   let rgb = 0;
   const device = createDevice({ url: server.mqttUrl, id: who.id, secret: who.secret, reconnect: false, configDir, firmwareVersion: options.firmwareVersion });
-  await device.configModule('engine', {
-    idle: bind.integer(engine, 'idle', { min: 0, max: options.maxIdle ?? 10000 }),
-    fastpub: bind.integer(engine, 'fastpub', { min: 0, max: 3600000 }),
-  });
+  await bindEngine(device, engine, options.maxIdle);
   await device.configModule('rgb', {
     type: bind.enumeration({ off: 0, tracker: 1, particle: 2 }, { get: () => rgb, set: (v) => { rgb = v; rgbTypes.push(v); } }),
   });

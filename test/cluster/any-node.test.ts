@@ -5,9 +5,9 @@ import { startCluster, startNodeProcess, type NodeProcess, type TestCluster } fr
 import { startBalancer, type TestBalancer } from '../helpers/balancer.js';
 import { raw } from '../helpers/http.js';
 import { engineSchema, newProduct, signUp } from '../helpers/fixtures.js';
-import { configDevice, provision, reconnectingDevice, type Holdings } from '../helpers/device.js';
+import { bindEngine, configDevice, provision, reconnectingDevice, type Holdings } from '../helpers/device.js';
 import { eventually } from '../helpers/eventually.js';
-import { bind, createDevice, type Device } from '../../src/sdk/index.js';
+import { createDevice, type Device } from '../../src/sdk/index.js';
 
 /**
  * Three nodes of role `all`, each a process of its own started as docs/operations.md says, with
@@ -53,7 +53,7 @@ test('any one of three nodes killed with SIGKILL: no acknowledged write lost, ev
   const engine = { idle: 0, fastpub: 0 };
   const sdk: Device = createDevice({ url: balancer.url, id: sdkWho.id, secret: sdkWho.secret, reconnect: { minMs: 100, maxMs: 300, stableMs: 10_000 } });
   sdk.function('where', () => 7);
-  await sdk.configModule('engine', { idle: bind.integer(engine, 'idle', { min: 0, max: 10000 }), fastpub: bind.integer(engine, 'fastpub', { min: 0, max: 3600000 }) });
+  await bindEngine(sdk, engine);
   await sdk.connect();
   const plain = reconnectingDevice(balancer.url, plainWho);
   const holder = async (id: string) => (await db.query<{ node_id: string | null; online: boolean }>('SELECT node_id, online FROM devices WHERE id = $1', [id])).rows[0];

@@ -4,9 +4,9 @@ import { startCluster, startNodeProcess, type NodeProcess, type TestCluster } fr
 import { startBalancer, type TestBalancer } from '../helpers/balancer.js';
 import { raw } from '../helpers/http.js';
 import { engineSchema, newProduct, signUp } from '../helpers/fixtures.js';
-import { provision, reconnectingDevice } from '../helpers/device.js';
+import { bindEngine, provision, reconnectingDevice } from '../helpers/device.js';
 import { eventually } from '../helpers/eventually.js';
-import { bind, createDevice, type Device } from '../../src/sdk/index.js';
+import { createDevice, type Device } from '../../src/sdk/index.js';
 
 /**
  * A gateway killed with SIGKILL while its devices hold configuration changes
@@ -42,7 +42,7 @@ test('a gateway killed with SIGKILL: its devices reconnect to the other one, are
 
   const engine = { idle: 0, fastpub: 0 };
   const sdk: Device = createDevice({ url: balancer.url, id: sdkWho.id, secret: sdkWho.secret, reconnect: { minMs: 100, maxMs: 300, stableMs: 10_000 } });
-  await sdk.configModule('engine', { idle: bind.integer(engine, 'idle', { min: 0, max: 10000 }), fastpub: bind.integer(engine, 'fastpub', { min: 0, max: 3600000 }) });
+  await bindEngine(sdk, engine);
   await sdk.connect();
   const plain = reconnectingDevice(balancer.url, plainWho);
   try {

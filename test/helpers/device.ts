@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import mqtt from 'mqtt';
 import { raw } from './http.js';
+import { bind, type Device } from '../../src/sdk/index.js';
 
 /** A device identity as provisioning answers it. */
 export interface Identity { id: string; secret: string }
@@ -146,4 +147,15 @@ export function reconnectingDevice(mqttUrl: string, who: Identity): { client: mq
     }
   });
   return { client, held };
+}
+
+/** The settings of the `engine` module of the schema `engineSchema()` (helpers/fixtures.ts) makes. */
+export interface Engine { idle: number; fastpub: number }
+
+/** Binds that `engine` module on an SDK device to `engine`, within the schema's bounds (idle lower if `maxIdle`). */
+export function bindEngine(device: Device, engine: Engine, maxIdle = 10000): Promise<void> {
+  return device.configModule('engine', {
+    idle: bind.integer(engine, 'idle', { min: 0, max: maxIdle }),
+    fastpub: bind.integer(engine, 'fastpub', { min: 0, max: 3600000 }),
+  });
 }
