@@ -195,9 +195,11 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
           callback: (err, msg) => {
             if (err) return;
             if (entry.released) {
-              // Sent before NATS heard that this node let the device go. The holder that took
-              // it over, here or on another node, answers; when none did, the device is gone,
-              // and saying so now spares the caller the wait for a time-out.
+              // Sent before NATS heard that this node let the device go. When a holder took the
+              // device over (here or on another node), it answers if NATS routed the request to
+              // it as well; if not, the caller waits for its time-out, since serving it here
+              // could call the device twice. When none did, the device is gone, and saying so
+              // now spares the caller the wait.
               if (!entry.takenOver && !held.has(deviceId)) answer(msg, failed(deviceOffline()));
               return;
             }
