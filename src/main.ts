@@ -67,8 +67,10 @@ import type { Log } from './platform/log.js';
 export { VERSION };
 
 /** Opens the store that the settings name and brings its schema up to date. */
-export async function openStorage(settings: Pick<Settings, 'databaseUrl' | 'dataDir'>): Promise<Db> {
-  const db = settings.databaseUrl ? await openPostgres(settings.databaseUrl) : await openEmbedded(settings.dataDir);
+export async function openStorage(settings: Pick<Settings, 'databaseUrl' | 'dataDir' | 'databaseConnectTimeoutSeconds' | 'databaseQueryTimeoutSeconds'>): Promise<Db> {
+  const db = settings.databaseUrl
+    ? await openPostgres(settings.databaseUrl, { connectTimeoutMs: settings.databaseConnectTimeoutSeconds * 1000, queryTimeoutMs: settings.databaseQueryTimeoutSeconds * 1000 })
+    : await openEmbedded(settings.dataDir);
   try {
     await migrate(db);
   } catch (err) {

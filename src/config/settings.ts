@@ -9,6 +9,8 @@ export interface Settings {
   readonly mqttPort: number;
   readonly dataDir: string;
   readonly databaseUrl: string | undefined;
+  readonly databaseConnectTimeoutSeconds: number;
+  readonly databaseQueryTimeoutSeconds: number;
   readonly signup: boolean;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly trustProxy: boolean;
@@ -122,6 +124,16 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
       }
       return raw;
     },
+  },
+  {
+    key: 'databaseConnectTimeoutSeconds', env: 'DATABASE_CONNECT_TIMEOUT_SECONDS', flag: '--database-connect-timeout-seconds', default: '5',
+    doc: 'PostgreSQL: how long a request waits for a connection (a free one of the pool, or a new one) before it answers 503 service_unavailable (docs/operations.md, "When the store goes away").',
+    parse: integer(1, 300),
+  },
+  {
+    key: 'databaseQueryTimeoutSeconds', env: 'DATABASE_QUERY_TIMEOUT_SECONDS', flag: '--database-query-timeout-seconds', default: '30',
+    doc: 'PostgreSQL: how long a statement waits for the server\'s answer before its connection is dropped (the server rolls back what it had begun) and the request answers 503: a server or network gone silent does not hold requests for minutes. Migrations are not limited by it.',
+    parse: integer(1, 3600),
   },
   { key: 'signup', env: 'SIGNUP', flag: '--signup', default: 'on', doc: 'Open sign-up through POST /v1/users: on or off. With off, create accounts with `skyport user create`.', parse: onOff },
   {

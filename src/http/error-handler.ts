@@ -11,7 +11,11 @@ import { DomainError, ERRORS } from '../domain/errors.js';
 export function installErrorHandling(app: FastifyInstance, page?: (req: FastifyRequest, reply: FastifyReply) => FastifyReply | null): void {
   app.setErrorHandler(function handleError(err: FastifyError | DomainError | Error, req, reply) {
     const domain = toDomainError(err, req);
-    if (domain.status >= 500) {
+    if (domain.code === 'service_unavailable') {
+      // The store or NATS is away: its watch logs the outage once (storage/watch.ts); each
+      // request answered 503 meanwhile is a line of its own, as a refusal is, not a failure.
+      req.log.info({ code: domain.code, status: domain.status }, domain.message);
+    } else if (domain.status >= 500) {
       req.log.error({ err }, 'request failed');
     } else {
       req.log.info({ code: domain.code, status: domain.status }, domain.message);

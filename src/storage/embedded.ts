@@ -4,6 +4,7 @@ import { abortedTransaction, commitEffects, type Db, type Queryable, type QueryO
 import type { EmbeddedReply, EmbeddedRequest, EmbeddedWarning } from './embedded-protocol.js';
 import { statementName } from './statements.js';
 import { readResult, scriptMessage, statementMessage } from './wire.js';
+import { isStoreUnavailable, storeUnavailable } from './unavailable.js';
 
 type Request = EmbeddedRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never;
 
@@ -28,6 +29,10 @@ export interface EmbeddedOptions {
    * the migrations too. Only for a store whose data directory is new or in memory.
    */
   template?: string;
+  /** Told of each thread the store starts (tests end one, as a crash of the thread would). */
+  onThread?: (thread: Worker) => void;
+  /** The first wait before a thread that died is started again; it doubles up to 5 s (default 250 ms). */
+  restartMs?: number;
 }
 
 export interface EmbeddedDb extends Db {
@@ -35,54 +40,97 @@ export interface EmbeddedDb extends Db {
   dump(): Promise<Uint8Array>;
 }
 
+/** The longest wait between two starts of a thread that keeps dying. */
+const MAX_RESTART_MS = 5_000;
+
 export async function openEmbedded(dataDir: string | undefined, options: EmbeddedOptions = {}): Promise<EmbeddedDb> {
   if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
   // Run from source (tests, benchmarks, `npm run dev`), this module is TypeScript and so is the
   // worker beside it, which then needs tsx's loader too.
   const fromSource = import.meta.url.endsWith('.ts');
   const file = new URL(fromSource ? './embedded-worker.ts' : './embedded-worker.js', import.meta.url);
-  const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, template: options.template };
-  const worker = fromSource
-    ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData })
-    : new Worker(file, { workerData });
   const pending = new Map<number, { resolve(value: unknown): void; reject(err: unknown): void }>();
   let nextId = 1;
+  /** Why nothing can be asked now: the thread died (until its restart answers), or the store is closed. */
   let gone: Error | null = null;
+  let closed = false;
+  /** Whether the store has served once: a thread that cannot open the data directory is an error at start, not restarted. */
+  let opened = false;
+  let restartMs = options.restartMs ?? 250;
 
-  // The thread keeps the process alive only while a request waits on it, as a socket would.
-  worker.unref();
+  /**
+   * Starts the thread. A thread that dies (a crash of the WebAssembly PostgreSQL, an uncaught
+   * error) fails what waited on it as the store's unavailability (503), and is started again on
+   * the same data directory, where PostgreSQL recovers from its write-ahead log as after a
+   * crash; an in-memory store has nothing to start again from, and stays unavailable.
+   */
+  function start(template: string | undefined): Worker {
+    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, template };
+    const thread = fromSource
+      ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData })
+      : new Worker(file, { workerData });
+    // The thread keeps the process alive only while a request waits on it, as a socket would.
+    thread.unref();
+    thread.on('message', (reply: EmbeddedReply | EmbeddedWarning) => {
+      if ('warning' in reply) return process.emitWarning(reply.warning);
+      const waiting = pending.get(reply.id);
+      if (!waiting) return;
+      settle(reply.id);
+      if (reply.ok) waiting.resolve(reply.value);
+      else waiting.reject(Object.assign(new Error(reply.error.message), reply.error));
+    });
+    let ended = false;
+    const died = (why: string) => {
+      if (ended) return;
+      ended = true;
+      if (worker !== thread) return;
+      const err = closed && gone ? gone : storeUnavailable(new Error(`the embedded store's thread stopped: ${why}`));
+      gone = err;
+      for (const [id, waiting] of pending) {
+        settle(id);
+        waiting.reject(err);
+      }
+      if (closed || !opened || dataDir === undefined) return;
+      process.emitWarning(`the embedded store's thread stopped (${why}); starting it again`);
+      setTimeout(restart, restartMs).unref();
+      restartMs = Math.min(restartMs * 2, MAX_RESTART_MS);
+    };
+    thread.on('error', (err) => died(err.message));
+    thread.on('exit', (code) => died(`exit ${code}`));
+    options.onThread?.(thread);
+    return thread;
+  }
+
+  let worker = start(options.template);
   const settle = (id: number) => {
     pending.delete(id);
     if (pending.size === 0) worker.unref();
   };
-  worker.on('message', (reply: EmbeddedReply | EmbeddedWarning) => {
-    if ('warning' in reply) return process.emitWarning(reply.warning);
-    const waiting = pending.get(reply.id);
-    if (!waiting) return;
-    settle(reply.id);
-    if (reply.ok) waiting.resolve(reply.value);
-    else waiting.reject(Object.assign(new Error(reply.error.message), reply.error));
-  });
-  const fail = (err: Error) => {
-    gone ??= err;
-    for (const [id, waiting] of pending) {
-      settle(id);
-      waiting.reject(err);
-    }
-  };
-  worker.on('error', (err) => fail(new Error(`the embedded store stopped: ${err.message}`)));
-  worker.on('exit', (code) => fail(new Error(`the embedded store stopped (thread exit ${code})`)));
+
+  /** A new thread on the same data; it serves once it answers, and is tried again if it dies first. */
+  function restart(): void {
+    if (closed) return;
+    worker = start(undefined);
+    send<unknown[]>(worker, { op: 'run', message: new Uint8Array(statementMessage('SELECT 1', [])), tx: undefined }).then(() => {
+      gone = null;
+      restartMs = options.restartMs ?? 250;
+    }, () => undefined);
+  }
+
+  function send<T>(thread: Worker, request: Request): Promise<T> {
+    const id = nextId++;
+    return new Promise<T>((resolve, reject) => {
+      if (pending.size === 0) thread.ref();
+      pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      // A message's own copy moves to the thread (a Buffer may share a pooled ArrayBuffer).
+      if (request.op === 'run') thread.postMessage({ ...request, id }, [request.message.buffer as ArrayBuffer]);
+      else thread.postMessage({ ...request, id });
+    });
+  }
 
   function call<T>(request: Request): Promise<T> {
     if (gone) return Promise.reject(gone);
-    const id = nextId++;
-    return new Promise<T>((resolve, reject) => {
-      if (pending.size === 0) worker.ref();
-      pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      // A message's own copy moves to the thread (a Buffer may share a pooled ArrayBuffer).
-      if (request.op === 'run') worker.postMessage({ ...request, id }, [request.message.buffer as ArrayBuffer]);
-      else worker.postMessage({ ...request, id });
-    });
+    return send<T>(worker, request);
   }
 
   /** Runs protocol messages in the thread; the rows of PostgreSQL's answer, or its error thrown. */
@@ -103,7 +151,14 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
   });
 
   // Fails here, not at the first request, when the data directory cannot be opened.
-  await on().query('SELECT 1');
+  try {
+    await on().query('SELECT 1');
+  } catch (err) {
+    closed = true;
+    await worker.terminate();
+    throw isStoreUnavailable(err) && err.cause instanceof Error ? err.cause : err;
+  }
+  opened = true;
 
   return {
     kind: 'embedded',
@@ -125,8 +180,9 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
     },
     dump: () => call<Uint8Array>({ op: 'dump' }),
     async close() {
-      if (gone) return;
-      await call({ op: 'close' });
+      if (closed) return;
+      closed = true;
+      if (!gone) await call({ op: 'close' }).catch(() => undefined);
       gone = new Error('the embedded store is closed');
       await worker.terminate();
     },

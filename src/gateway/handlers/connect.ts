@@ -30,7 +30,10 @@ async function authenticate(s: Session, packet: IConnectPacket): Promise<boolean
   try {
     return await accept(s, packet);
   } catch (err) {
-    s.ctx.log.error({ err, ip: s.ip }, 'connect failed');
+    // The store or NATS away: the outage is logged once where it is seen, and the device, told
+    // "server unavailable", tries again later.
+    if (isDomainError(err) && err.code === 'service_unavailable') s.ctx.log.info({ ip: s.ip }, `device connect refused: ${err.message}`);
+    else s.ctx.log.error({ err, ip: s.ip }, 'connect failed');
     refuse(s, 'unavailable');
     return false;
   }
