@@ -43,6 +43,7 @@ import type { Db } from './storage/db.js';
 import { openEmbedded } from './storage/embedded.js';
 import { migrate } from './storage/migrate.js';
 import { openPostgres } from './storage/postgres.js';
+import { watchStore, type StoreWatch } from './storage/watch.js';
 import type { Bus } from './bus/bus.js';
 import { createInProcessBus } from './bus/in-process.js';
 import { createNatsBus } from './bus/nats.js';
@@ -120,7 +121,7 @@ export interface Skyport {
   close(): Promise<void>;
 }
 
-function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics, here: HeldDevices) {
+function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics, here: HeldDevices) {
   const limiter = createFailureLimiter('logins', { bus, clock, settings, log });
   const users = cacheUsers(createUsersRepository(db), caches);
   const audit = createAuditService({ repo: createAuditRepository(db), clock });
@@ -162,7 +163,7 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
   const config = createConfiguration({
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
     schemas: createConfigSchemasRepository(db), values: createConfigValuesRepository(db), history: createConfigHistoryRepository(db),
-    state: createDeviceConfigStateRepository(db), products: productsRepo, devices: devicesRepo, wrapReader: seams.configReader,
+    state: createDeviceConfigStateRepository(db), products: productsRepo, devices: devicesRepo, wrapReader: seams.configReader, store,
     here, observe: (outcome) => metrics.configDeliveries.inc({ outcome }),
     userNames: async (id) => (await users.findById(id))?.username,
   });
@@ -177,15 +178,18 @@ function wireServices(settings: Settings, db: Db, clock: Clock, secrets: Secrets
 export async function createSkyport(settings: Settings, options: SkyportOptions = {}): Promise<Skyport> {
   const clock = options.clock ?? systemClock;
   const secrets = options.secrets ?? createSecrets();
-  const db = options.db ?? (await openStorage(settings));
+  const opened = options.db ?? (await openStorage(settings));
   // Services log through the HTTP app's logger, which is built after them.
   const logs: { app?: Log } = {};
   const serviceLog = (): Log => logs.app ?? { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
   // The gateway is made after the app (it logs through it); the gauges read it and the services when scraped.
   const held: { gateway?: Gateway } = {};
+  // Whether the store answers, as every statement finds it (docs/operations.md, "When the store goes away").
+  const { db, watch: store } = watchStore(opened, { clock, log: serviceLog, failed: () => metrics.storageUnavailable.inc() });
   const metrics = createMetrics({
     devicesConnected: () => held.gateway?.size ?? 0,
     configDeliveriesInProgress: () => services.config.delivery.inProgress(),
+    storageUp: () => store.state() === 'up',
   }, { processMetrics: settings.metrics !== 'off' });
   // One node: everything in this process. A cluster: nodes reach each other through NATS.
   let bus: Bus;
@@ -221,7 +225,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     products: () => held.gateway?.heldProducts() ?? [],
     send: (id, command, timeoutMs) => (held.gateway ? held.gateway.command(id, command, timeoutMs) : Promise.reject(new DomainError('device_offline', 'The device is not connected to this node'))),
   };
-  const services = wireServices(settings, db, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here);
+  const services = wireServices(settings, db, store, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here);
   // What the device gateway listens on, once it does; before that, what the settings ask for.
   const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);
   let gatewayPorts: GatewayPorts = { mqttPort: settings.mqttPort, wsPort: settings.mqttWsPort, tls: tlsOn };
@@ -245,7 +249,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const log = () => app.log;
   const presenceRepo = createPresenceRepository(db);
   const presence = createPresenceService({
-    repo: presenceRepo, clock, log, node: bus.nodeId, batchWindowMs: windowFor(db.kind), changed: (id) => services.devicesRepo.forget(id),
+    repo: presenceRepo, clock, log, node: bus.nodeId, batchWindowMs: windowFor(db.kind), changed: (id) => services.devicesRepo.forget(id), store,
   });
   const gateway = createGateway({
     bus, presence, clock, secrets, log,
@@ -332,6 +336,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       await duties?.close();
       await app.close();
       caches.close();
+      store.close();
       await bus.close();
       await db.close();
     },

@@ -14,9 +14,10 @@ export interface Metrics {
   readonly deviceConnects: Counter<'outcome'>;
   readonly configDeliveries: Counter<'outcome'>;
   readonly busRequests: Histogram<'kind' | 'outcome'>;
+  readonly storageUnavailable: Counter;
 }
 
-export function createMetrics(sources: { devicesConnected: () => number; configDeliveriesInProgress: () => number }, options: { processMetrics: boolean }): Metrics {
+export function createMetrics(sources: { devicesConnected: () => number; configDeliveriesInProgress: () => number; storageUp: () => boolean }, options: { processMetrics: boolean }): Metrics {
   const registry = new Registry();
   // They watch the event loop and the garbage collector from start-up on: only for a reader.
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
@@ -28,8 +29,13 @@ export function createMetrics(sources: { devicesConnected: () => number; configD
     name: 'skyport_config_deliveries_in_progress', help: 'Devices connected to this node with a configuration delivery running or queued now.', registers: [registry],
     collect() { this.set(sources.configDeliveriesInProgress()); },
   });
+  new Gauge({
+    name: 'skyport_storage_up', help: 'Whether this node reaches its store now (1) or found it unreachable and has not reached it since (0).', registers: [registry],
+    collect() { this.set(sources.storageUp() ? 1 : 0); },
+  });
   return {
     registry,
+    storageUnavailable: new Counter({ name: 'skyport_storage_unavailable_total', help: 'Statements of this node that failed because the store was unreachable (each request among them answered 503).', registers: [registry] }),
     httpRequests: new Counter({ name: 'skyport_http_requests_total', help: 'HTTP requests answered, by route pattern and status.', labelNames: ['method', 'route', 'status'], registers: [registry] }),
     httpDuration: new Histogram({
       name: 'skyport_http_request_duration_seconds', help: 'Time to answer an HTTP request, by route pattern.', labelNames: ['method', 'route'], registers: [registry],

@@ -3,17 +3,24 @@ import type { Hello } from '../domain/device-protocol.js';
 import type { Clock } from '../platform/clock.js';
 import type { PresenceChange, PresenceRepository } from '../repositories/presence.repository.js';
 import { createBatcher } from '../storage/batcher.js';
+import { isStoreUnavailable } from '../storage/unavailable.js';
+import type { StoreWatch } from '../storage/watch.js';
 
 /**
  * Presence of devices (docs/device-protocol.md, "Presence"), written in batches so that a storm
  * of connects costs a few statements, not one per device. One flush at a time keeps a device's
  * connect and disconnect in order. Failures are logged: presence is advisory, the gateway's
- * connection table is the truth for calls.
+ * connection table is the truth for calls. What could not be stored because the store was
+ * unreachable is kept, the newest per device, and written once the store is back, so that a
+ * device that left during an outage is not shown online after it (docs/operations.md, "When the
+ * store goes away").
  */
 export function createPresenceService(deps: {
   repo: PresenceRepository; clock: Clock; log: () => Log; changed?: (id: string) => void; batchWindowMs?: number;
   /** The node whose gateway reports (the bus's nodeId): the store names it for each connected device. */
   node?: string;
+  /** Tells when the store is reachable again after an outage (storage/watch.ts). */
+  store?: Pick<StoreWatch, 'whenBack'>;
 }) {
   const changed = deps.changed ?? (() => undefined);
   const node = deps.node ?? 'local';
@@ -22,6 +29,12 @@ export function createPresenceService(deps: {
   const outstanding = new Set<Promise<void>>();
   /** The latest `hello` write per device, so that what depends on it (configuration) can wait. */
   const describing = new Map<string, Promise<void>>();
+  /** Per device, the number of its newest connect or disconnect handed in, until one is stored. */
+  const turns = new Map<string, number>();
+  let turn = 0;
+  /** What the store was unreachable for, the newest per device, to write once it is back. */
+  const unsaved = new Map<string, PresenceChange>();
+  const unsavedHellos = new Map<string, { hello: Hello; at: Date }>();
 
   function track(p: Promise<void>, what: string): Promise<void> {
     const tracked = p.catch((err) => deps.log().warn({ err }, `presence: ${what} not stored`)).finally(() => outstanding.delete(tracked));
@@ -29,20 +42,61 @@ export function createPresenceService(deps: {
     return tracked;
   }
 
+  function write(change: PresenceChange, what: string): void {
+    const { id } = change;
+    // A connect or disconnect supersedes whatever of the device is kept; a last_heard does not.
+    const mine = change.online === null ? turns.get(id) : (turn += 1);
+    if (change.online !== null) {
+      turns.set(id, mine as number);
+      unsaved.delete(id);
+    }
+    const newest = () => turns.get(id) === mine;
+    // The cached record is dropped once the row changed: a write that failed changed nothing (and
+    // a drop would send the callers of a connected device to a store that is away).
+    track(batcher.add(change).then(
+      () => {
+        if (change.online !== null && newest()) turns.delete(id);
+        changed(id);
+      },
+      (err: unknown) => {
+        if (isStoreUnavailable(err) && newest() && (change.online !== null || !unsaved.has(id))) unsaved.set(id, change);
+        throw err;
+      },
+    ), what);
+  }
+
+  function describe(id: string, hello: Hello, at: Date): void {
+    unsavedHellos.delete(id);
+    const stored = hellos.add({ id, hello, at }).then(() => changed(id), (err: unknown) => {
+      if (isStoreUnavailable(err) && describing.get(id) === done) unsavedHellos.set(id, { hello, at });
+      throw err;
+    });
+    const done = track(stored, 'hello');
+    describing.set(id, done);
+    void done.finally(() => { if (describing.get(id) === done) describing.delete(id); });
+  }
+
+  deps.store?.whenBack(() => {
+    const kept = [...unsaved.values()];
+    const keptHellos = [...unsavedHellos];
+    unsaved.clear();
+    unsavedHellos.clear();
+    for (const change of kept) write(change, change.online === null ? 'last_heard' : change.online ? 'connect' : 'disconnect');
+    for (const [id, h] of keptHellos) describe(id, h.hello, h.at);
+  });
+
   return {
     connected(id: string, ip: string): void {
-      track(batcher.add({ id, online: true, at: deps.clock.now(), ip }).finally(() => changed(id)), 'connect');
+      write({ id, online: true, at: deps.clock.now(), ip }, 'connect');
     },
     disconnected(id: string): void {
-      track(batcher.add({ id, online: false, at: deps.clock.now() }).finally(() => changed(id)), 'disconnect');
+      write({ id, online: false, at: deps.clock.now() }, 'disconnect');
     },
     heard(id: string): void {
-      track(batcher.add({ id, online: null, at: deps.clock.now() }).finally(() => changed(id)), 'last_heard');
+      write({ id, online: null, at: deps.clock.now() }, 'last_heard');
     },
     describe(id: string, hello: Hello): void {
-      const done = track(hellos.add({ id, hello, at: deps.clock.now() }).finally(() => changed(id)), 'hello');
-      describing.set(id, done);
-      void done.finally(() => { if (describing.get(id) === done) describing.delete(id); });
+      describe(id, hello, deps.clock.now());
     },
     /** Resolves once the device's last `hello` (firmware versions, functions) is stored. */
     described: (id: string): Promise<void> => describing.get(id) ?? Promise.resolve(),

@@ -8,6 +8,7 @@ import type { DeviceConfigStateRepository } from '../../repositories/device-conf
 import type { DevicesRepository } from '../../repositories/devices.repository.js';
 import type { ProductsRepository } from '../../repositories/products.repository.js';
 import type { Db } from '../../storage/db.js';
+import type { StoreWatch } from '../../storage/watch.js';
 import type { AuditService } from '../audit.service.js';
 import { createNodeDelivery, type DeliveryOutcome, type HeldDevices } from './delivery.js';
 import { createConfigHistoryService, type UserNames } from './history.js';
@@ -32,6 +33,8 @@ export function createConfiguration(deps: {
   observe?: (outcome: DeliveryOutcome) => void;
   /** Who made a change, by name, in the history's answers. */
   userNames?: UserNames;
+  /** Tells when the store is reachable again after an outage (deliveries that failed meanwhile are made again). */
+  store?: Pick<StoreWatch, 'whenBack'>;
   /** Puts something between delivery and its reads (tests: holding a read back to order it after a later write). */
   wrapReader?: (reader: ConfigReader) => ConfigReader;
 }) {
@@ -41,7 +44,7 @@ export function createConfiguration(deps: {
     here: deps.here, reader: deps.wrapReader ? deps.wrapReader(reader) : reader, state: deps.state, devices: deps.devices,
     clock: deps.clock, log: deps.log, timeoutMs: deps.timeoutMs, batchWindowMs: deps.batchWindowMs, observe: deps.observe,
   });
-  const delivery = createConfigDelivery({ bus: deps.bus, node, log: deps.log, timeoutMs: deps.timeoutMs });
+  const delivery = createConfigDelivery({ bus: deps.bus, node, log: deps.log, timeoutMs: deps.timeoutMs, store: deps.store });
   return {
     reader,
     status,

@@ -1,4 +1,5 @@
 import { DomainError, isDomainError } from '../../domain/errors.js';
+import type { StoreWatch } from '../../storage/watch.js';
 import type { Bus } from '../../bus/bus.js';
 import type { Log } from '../../platform/log.js';
 import type { ModuleResult, NodeDelivery } from './delivery.js';
@@ -27,17 +28,20 @@ const SYNC_TIMEOUTS = 10;
  * - A connecting device's hashes are handled by the node it connects to (the gateway's `hello`).
  * With one node the in-process bus makes these the same calls on the same node.
  */
-export function createConfigDelivery(deps: { bus: Bus; node: NodeDelivery; log: () => Log; timeoutMs: number }) {
+export function createConfigDelivery(deps: { bus: Bus; node: NodeDelivery; log: () => Log; timeoutMs: number; store?: Pick<StoreWatch, 'whenBack'> }) {
   const { bus, node } = deps;
   // The writer's waits for its own fan-out, by notice id.
   const waiting = new Map<string, () => void>();
   let written = 0;
 
-  // Back from an outage, this node may have missed fleet notices: the devices it holds are brought
+  // Back from an outage of the bus, this node may have missed fleet notices; back from one of the
+  // store, deliveries and connects' `hello`s failed meanwhile: the devices it holds are brought
   // up to date with what is committed, product by product, as a fleet write would.
-  bus.whenBack(() => {
+  const catchUp = () => {
     for (const productId of node.productsHere()) void node.fleetWritten(productId);
-  });
+  };
+  bus.whenBack(catchUp);
+  deps.store?.whenBack(catchUp);
   bus.listen(FLEET_TOPIC, (payload) => {
     const notice = payload as Partial<FleetNotice>;
     if (!Number.isInteger(notice.productId) || typeof notice.id !== 'string') {
