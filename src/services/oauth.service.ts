@@ -5,7 +5,7 @@ import type { AccessTokenRecord } from '../repositories/tokens.repository.js';
 import { accountOf } from './audit-account.js';
 import type { AuthenticatedClient } from './clients.service.js';
 import { createGrants, type GrantDeps, type TokenParams } from './grants/index.js';
-import type { TokenResponse } from './tokens.service.js';
+import { unlessInvalid, type TokenResponse } from './tokens.service.js';
 
 /**
  * The OAuth 2.0 endpoints' work: the token endpoint's grants (RFC 6749; one module per grant in
@@ -46,12 +46,8 @@ export function createOAuthService(deps: GrantDeps) {
       if (!token) throw new DomainError('invalid_request', 'Missing parameter: token');
       const inactive = { active: false } as const;
       const tryAccess = async () => {
-        try {
-          const t = await tokens.authenticate(token);
-          return reaches(client, t) ? describe(t, 'access_token') : undefined;
-        } catch {
-          return undefined;
-        }
+        const t = await tokens.authenticate(token).catch(unlessInvalid);
+        return t && reaches(client, t) ? describe(t, 'access_token') : undefined;
       };
       const tryRefresh = async () => {
         const r = await tokens.findRefresh(token);
@@ -77,13 +73,8 @@ export function createOAuthService(deps: GrantDeps) {
         await audit.record({ account: accountOf(refresh.subject), type: 'token.revoked', ip, details: { client_id: client.id, via: 'oauth/revoke', kind: 'refresh_token' } });
         return;
       }
-      let access: AccessTokenRecord | undefined;
-      try {
-        access = await tokens.authenticate(token);
-      } catch {
-        return;
-      }
-      if (!reaches(client, access)) return;
+      const access: AccessTokenRecord | undefined = await tokens.authenticate(token).catch(unlessInvalid);
+      if (!access || !reaches(client, access)) return;
       await tokens.revoke(hash);
       await audit.record({ account: accountOf(access.subject), type: 'token.revoked', ip, details: { client_id: client.id, via: 'oauth/revoke' } });
     },

@@ -195,4 +195,13 @@ function invalid(): DomainError {
   return new DomainError('invalid_token', 'The access token provided is invalid.');
 }
 
+/**
+ * For `authenticate(…).catch(unlessInvalid)`: undefined for a token that is not live, and any
+ * other failure (the store unreachable) thrown, so that it is never taken for an unknown token.
+ */
+export function unlessInvalid(err: unknown): undefined {
+  if (err instanceof DomainError && err.code === 'invalid_token') return undefined;
+  throw err;
+}
+
 export type TokenService = ReturnType<typeof createTokenService>;

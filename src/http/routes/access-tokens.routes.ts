@@ -147,9 +147,8 @@ export function accessTokenRoutes(app: FastifyInstance, deps: { tokens: TokenSer
     },
   }, async (req) => {
     const hash = tokens.hash(req.params.token);
-    const t = await tokens.authenticate(req.params.token).catch(() => {
-      throw new DomainError('invalid_token', 'The access token provided is invalid.');
-    });
+    // Only a token that is not live is invalid here; an unreachable store is not (503).
+    const t = await tokens.authenticate(req.params.token);
     await tokens.revoke(hash);
     await audit.record({ account: accountOf(t.subject), type: 'token.revoked', ip: req.ip, details: { client_id: t.clientId, via: 'path' } });
     return { ok: true as const };
