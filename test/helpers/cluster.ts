@@ -21,7 +21,8 @@ export interface TestCluster {
  */
 export async function startCluster(roles: Array<'all' | 'api' | 'gateway'>, options: TestServerOptions = {}): Promise<TestCluster> {
   const nats = await startNats();
-  const store = await freshStore();
+  // A store the test brings (a PostgreSQL of its own, to stop) is the test's to drop.
+  const store = options.store ?? await freshStore();
   const nodes: TestServer[] = [];
   const add = async (role: 'all' | 'api' | 'gateway' = 'all', more: TestServerOptions = {}) => {
     const node = await startTestServer({
@@ -36,7 +37,7 @@ export async function startCluster(roles: Array<'all' | 'api' | 'gateway'>, opti
     nats, store, nodes, add,
     async close() {
       await Promise.allSettled(nodes.map((n) => n.close()));
-      await store.drop();
+      if (!options.store) await store.drop();
       await nats.stop();
     },
   };

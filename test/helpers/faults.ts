@@ -1,4 +1,5 @@
 import type { Db, Queryable, Tx } from '../../src/storage/db.js';
+import { storeUnavailable } from '../../src/storage/unavailable.js';
 
 /**
  * A store that fails on demand, to show that a write of several statements is all or nothing:
@@ -17,13 +18,30 @@ export interface FaultyDb extends Db {
   pauseAt(pattern: RegExp): { reached: Promise<void>; release(): void };
   /** Whether the armed crash happened (a test that arms one must see it, or it proves nothing). */
   readonly crashed: boolean;
+  /**
+   * While true, every statement and transaction fails as the adapters fail when the server
+   * refuses connections (storage/unavailable.ts): the store has gone away.
+   */
+  unreachable: boolean;
+  /** Resolves once a statement matching `pattern` has been refused as unreachable. */
+  refusal(pattern: RegExp): Promise<void>;
 }
 
 export function faultyDb(db: Db): FaultyDb {
+  let unreachable = false;
+  const refused = () => storeUnavailable(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
+  const refusals: Array<{ pattern: RegExp; seen(): void }> = [];
   let armed: RegExp | null = null;
   let crashed = false;
   let pause: { pattern: RegExp; reached(): void; go: Promise<void> } | null = null;
   const check = async (sql: string) => {
+    if (unreachable) {
+      for (const r of refusals.filter((w) => w.pattern.test(sql))) {
+        refusals.splice(refusals.indexOf(r), 1);
+        r.seen();
+      }
+      throw refused();
+    }
     if (armed && armed.test(sql)) {
       armed = null;
       crashed = true;
@@ -50,7 +68,7 @@ export function faultyDb(db: Db): FaultyDb {
   return {
     ...wrap(db),
     kind: db.kind,
-    transaction: (work) => db.transaction((tx: Tx) => work({ ...wrap(tx), afterCommit: tx.afterCommit })),
+    transaction: (work) => (unreachable ? Promise.reject(refused()) : db.transaction((tx: Tx) => work({ ...wrap(tx), afterCommit: tx.afterCommit }))),
     close: () => db.close(),
     crashAt(pattern) {
       armed = pattern;
@@ -66,6 +84,15 @@ export function faultyDb(db: Db): FaultyDb {
     },
     get crashed() {
       return crashed;
+    },
+    refusal(pattern) {
+      return new Promise<void>((seen) => { refusals.push({ pattern, seen }); });
+    },
+    get unreachable() {
+      return unreachable;
+    },
+    set unreachable(on: boolean) {
+      unreachable = on;
     },
   };
 }
