@@ -101,6 +101,43 @@ test('deleting a product: a crash at the product row leaves its clients and toke
   assert.equal((await raw(url(`/v1/products/${p.product.id}`), { token: p.owner.token })).status, 200);
 });
 
+/** The tokens a client has made (access and refresh), and the audit events of a type in a product. */
+async function storedOf(clientId: string) {
+  const n = async (sql: string, params: unknown[]) => Number((await server.skyport.db.query<{ n: string | number }>(sql, params))[0]?.n);
+  return {
+    access: await n('SELECT count(*) AS n FROM access_tokens WHERE client_id = $1', [clientId]),
+    refresh: await n('SELECT count(*) AS n FROM refresh_tokens WHERE client_id = $1', [clientId]),
+    refreshed: await n("SELECT count(*) AS n FROM audit_events WHERE type = 'token.refreshed' AND details->>'client_id' = $1", [clientId]),
+    customers: await n("SELECT count(*) AS n FROM audit_events WHERE type = 'customer.created' AND details->>'client_id' = $1", [clientId]),
+  };
+}
+
+// The refresh grant spends the refresh token, stores the new pair with its token.refreshed
+// event, and extends the session: a crash before any of the later statements leaves the old
+// refresh token working and no new token behind.
+for (const [where, pattern] of [
+  ['the new token', /INSERT INTO access_tokens/],
+  ['the audit event', /INSERT INTO audit_events/],
+  ['the session extension', /UPDATE access_tokens SET expires_at/],
+] as const) {
+  test(`the refresh grant: a crash before ${where} leaves the refresh token unspent and no new token`, async () => {
+    const p = await productWithClient();
+    const t = await p.issue();
+    const before = await storedOf(p.client.id);
+    const refresh = () => token({ grant_type: 'refresh_token', refresh_token: t.refresh_token }, p.auth);
+    await crashing(pattern, refresh);
+    assert.equal(await p.refreshLive(t.refresh_token), true, 'the refresh token was not spent');
+    assert.deepEqual(await storedOf(p.client.id), before, 'no new token nor event');
+
+    const again = await refresh();
+    assert.equal(again.status, 200, again.text);
+    assert.equal(await tokenWorks(again.json.access_token as string), true);
+    assert.equal(await p.refreshLive(again.json.refresh_token as string), true);
+    assert.equal(await p.refreshLive(t.refresh_token), false, 'spent once it worked');
+    assert.deepEqual(await storedOf(p.client.id), { ...before, access: before.access + 1, refreshed: before.refreshed + 1 }, 'exactly one new pair, one event');
+  });
+}
+
 /** A product customer with a password, and its first token. */
 async function customerOf(p: Awaited<ReturnType<typeof productWithClient>>) {
   const customerEmail = email('customer');

@@ -3,6 +3,7 @@ import type { Subject } from '../../domain/subject.js';
 import { resolveLifetime, type Lifetime } from '../../domain/token-lifetime.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Settings } from '../../config/settings.js';
+import type { Db } from '../../storage/db.js';
 import type { AccountService } from '../accounts.service.js';
 import type { AuditService } from '../audit.service.js';
 import { accountOf } from '../audit-account.js';
@@ -29,6 +30,8 @@ export interface TokenParams {
 export type GrantHandler = (client: AuthenticatedClient, params: TokenParams, ip: string) => Promise<TokenResponse>;
 
 export interface GrantDeps {
+  /** The store, for the grants whose writes are one transaction (the refresh grant). */
+  db: Db;
   tokens: TokenService;
   accounts: AccountService;
   mfa: MfaService;
