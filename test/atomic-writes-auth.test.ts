@@ -138,6 +138,31 @@ for (const [where, pattern] of [
   });
 }
 
+// Creating a customer with a product client's credentials answers its first token: the
+// customer, its customer.created event and the token are one write.
+for (const [where, pattern] of [
+  ['its token', /INSERT INTO access_tokens/],
+  ['its audit event', /^\s*INSERT INTO audit_events/],
+] as const) {
+  test(`creating a customer: a crash before ${where} leaves no customer, and the same e-mail can be created again`, async () => {
+    const p = await productWithClient();
+    const before = await storedOf(p.client.id);
+    const customerEmail = email('customer');
+    const create = () => raw(url(`/v1/products/${p.product.id}/customers`), { method: 'POST', headers: p.auth, form: { email: customerEmail, password: PASSWORD } });
+    await crashing(pattern, create);
+    assert.deepEqual(await storedOf(p.client.id), before, 'no token nor event');
+    const listed = await raw(url(`/v1/products/${p.product.id}/customers`), { token: p.owner.token });
+    assert.deepEqual(listed.json.customers, [], listed.text);
+
+    const again = await create();
+    assert.equal(again.status, 201, again.text);
+    assert.equal(await tokenWorks(again.json.access_token as string), true);
+    assert.equal(await p.refreshLive(again.json.refresh_token as string), true);
+    assert.equal((await token({ grant_type: 'password', username: customerEmail, password: PASSWORD }, p.auth)).status, 200);
+    assert.deepEqual(await storedOf(p.client.id), { ...before, access: before.access + 2, refresh: before.refresh + 2, customers: before.customers + 1 });
+  });
+}
+
 /** A product customer with a password, and its first token. */
 async function customerOf(p: Awaited<ReturnType<typeof productWithClient>>) {
   const customerEmail = email('customer');
