@@ -264,6 +264,32 @@ test('MFA login with a one-time password: a crash before the challenge is spent 
   assert.equal(again.status, 200, `the code's step was not recorded as used: ${again.text}`);
 });
 
+// The last step of an MFA login spends the code and the challenge, records the login and
+// stores the token: a crash before the token (or an event) leaves the code and the mfa_token
+// usable, never spent without a token.
+for (const [grant, where, pattern] of [
+  ['a one-time password', 'the token', /INSERT INTO access_tokens/],
+  ['a one-time password', 'the login event', /^\s*INSERT INTO audit_events/],
+  ['a recovery code', 'the token', /INSERT INTO access_tokens/],
+  ['a recovery code', 'the recovery event', /^\s*INSERT INTO audit_events/],
+] as const) {
+  test(`MFA login with ${grant}: a crash before ${where} leaves the code and the mfa_token usable`, async () => {
+    const u = await mfaUser();
+    const mfaToken = await mfaChallenge(u);
+    const form = grant === 'a recovery code'
+      ? { grant_type: 'urn:custom:recovery-code', mfa_token: mfaToken, recovery_code: u.recovery[0] as string, ...publicClient }
+      : { grant_type: 'urn:custom:mfa-otp', mfa_token: mfaToken, otp: totpNow(u.secret, clock.now()), ...publicClient };
+    const tokens = async () => Number((await server.skyport.db.query<{ n: string | number }>("SELECT count(*) AS n FROM access_tokens a JOIN users u ON u.id = a.user_id WHERE u.username = $1", [u.username]))[0]?.n);
+    const before = await tokens();
+    await crashing(pattern, () => token(form));
+    assert.equal(await tokens(), before, 'no token');
+    const again = await token(form);
+    assert.equal(again.status, 200, `neither the code nor the mfa_token was spent: ${again.text}`);
+    assert.equal(await tokenWorks(again.json.access_token as string), true);
+    assert.equal(await tokens(), before + 1);
+  });
+}
+
 test('MFA login: a crash when the last allowed wrong code ends the challenge leaves its count as it was', async () => {
   const u = await mfaUser();
   const mfaToken = await mfaChallenge(u);
