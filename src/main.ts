@@ -157,7 +157,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   };
   const deviceAuth = createDeviceAuthenticator({ db, repo: devicesRepo, secrets });
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });
-  const oauth = createOAuthService({ tokens, accounts, mfa, customers: customers.directory, audit, clock, settings, issued: (grant) => metrics.tokensIssued.inc({ grant }) });
+  const oauth = createOAuthService({ db, tokens, accounts, mfa, customers: customers.directory, audit, clock, settings, issued: (grant) => metrics.tokensIssued.inc({ grant }) });
   const deviceCalls = createDeviceCallService({ bus, callTimeoutSeconds: settings.deviceCallTimeoutSeconds, observe: (kind, outcome, seconds) => metrics.deviceCommands.observe({ kind, outcome }, seconds) });
   const events = createEventService({ bus, clock });
   const config = createConfiguration({

@@ -101,6 +101,68 @@ test('deleting a product: a crash at the product row leaves its clients and toke
   assert.equal((await raw(url(`/v1/products/${p.product.id}`), { token: p.owner.token })).status, 200);
 });
 
+/** The tokens a client has made (access and refresh), and the audit events of a type in a product. */
+async function storedOf(clientId: string) {
+  const n = async (sql: string, params: unknown[]) => Number((await server.skyport.db.query<{ n: string | number }>(sql, params))[0]?.n);
+  return {
+    access: await n('SELECT count(*) AS n FROM access_tokens WHERE client_id = $1', [clientId]),
+    refresh: await n('SELECT count(*) AS n FROM refresh_tokens WHERE client_id = $1', [clientId]),
+    refreshed: await n("SELECT count(*) AS n FROM audit_events WHERE type = 'token.refreshed' AND details->>'client_id' = $1", [clientId]),
+    customers: await n("SELECT count(*) AS n FROM audit_events WHERE type = 'customer.created' AND details->>'client_id' = $1", [clientId]),
+  };
+}
+
+// The refresh grant spends the refresh token, stores the new pair with its token.refreshed
+// event, and extends the session: a crash before any of the later statements leaves the old
+// refresh token working and no new token behind.
+for (const [where, pattern] of [
+  ['the new token', /INSERT INTO access_tokens/],
+  ['the audit event', /INSERT INTO audit_events/],
+  ['the session extension', /UPDATE access_tokens SET expires_at/],
+] as const) {
+  test(`the refresh grant: a crash before ${where} leaves the refresh token unspent and no new token`, async () => {
+    const p = await productWithClient();
+    const t = await p.issue();
+    const before = await storedOf(p.client.id);
+    const refresh = () => token({ grant_type: 'refresh_token', refresh_token: t.refresh_token }, p.auth);
+    await crashing(pattern, refresh);
+    assert.equal(await p.refreshLive(t.refresh_token), true, 'the refresh token was not spent');
+    assert.deepEqual(await storedOf(p.client.id), before, 'no new token nor event');
+
+    const again = await refresh();
+    assert.equal(again.status, 200, again.text);
+    assert.equal(await tokenWorks(again.json.access_token as string), true);
+    assert.equal(await p.refreshLive(again.json.refresh_token as string), true);
+    assert.equal(await p.refreshLive(t.refresh_token), false, 'spent once it worked');
+    assert.deepEqual(await storedOf(p.client.id), { ...before, access: before.access + 1, refreshed: before.refreshed + 1 }, 'exactly one new pair, one event');
+  });
+}
+
+// Creating a customer with a product client's credentials answers its first token: the
+// customer, its customer.created event and the token are one write.
+for (const [where, pattern] of [
+  ['its token', /INSERT INTO access_tokens/],
+  ['its audit event', /^\s*INSERT INTO audit_events/],
+] as const) {
+  test(`creating a customer: a crash before ${where} leaves no customer, and the same e-mail can be created again`, async () => {
+    const p = await productWithClient();
+    const before = await storedOf(p.client.id);
+    const customerEmail = email('customer');
+    const create = () => raw(url(`/v1/products/${p.product.id}/customers`), { method: 'POST', headers: p.auth, form: { email: customerEmail, password: PASSWORD } });
+    await crashing(pattern, create);
+    assert.deepEqual(await storedOf(p.client.id), before, 'no token nor event');
+    const listed = await raw(url(`/v1/products/${p.product.id}/customers`), { token: p.owner.token });
+    assert.deepEqual(listed.json.customers, [], listed.text);
+
+    const again = await create();
+    assert.equal(again.status, 201, again.text);
+    assert.equal(await tokenWorks(again.json.access_token as string), true);
+    assert.equal(await p.refreshLive(again.json.refresh_token as string), true);
+    assert.equal((await token({ grant_type: 'password', username: customerEmail, password: PASSWORD }, p.auth)).status, 200);
+    assert.deepEqual(await storedOf(p.client.id), { ...before, access: before.access + 2, refresh: before.refresh + 2, customers: before.customers + 1 });
+  });
+}
+
 /** A product customer with a password, and its first token. */
 async function customerOf(p: Awaited<ReturnType<typeof productWithClient>>) {
   const customerEmail = email('customer');
@@ -201,6 +263,32 @@ test('MFA login with a one-time password: a crash before the challenge is spent 
   const again = await token(form);
   assert.equal(again.status, 200, `the code's step was not recorded as used: ${again.text}`);
 });
+
+// The last step of an MFA login spends the code and the challenge, records the login and
+// stores the token: a crash before the token (or an event) leaves the code and the mfa_token
+// usable, never spent without a token.
+for (const [grant, where, pattern] of [
+  ['a one-time password', 'the token', /INSERT INTO access_tokens/],
+  ['a one-time password', 'the login event', /^\s*INSERT INTO audit_events/],
+  ['a recovery code', 'the token', /INSERT INTO access_tokens/],
+  ['a recovery code', 'the recovery event', /^\s*INSERT INTO audit_events/],
+] as const) {
+  test(`MFA login with ${grant}: a crash before ${where} leaves the code and the mfa_token usable`, async () => {
+    const u = await mfaUser();
+    const mfaToken = await mfaChallenge(u);
+    const form = grant === 'a recovery code'
+      ? { grant_type: 'urn:custom:recovery-code', mfa_token: mfaToken, recovery_code: u.recovery[0] as string, ...publicClient }
+      : { grant_type: 'urn:custom:mfa-otp', mfa_token: mfaToken, otp: totpNow(u.secret, clock.now()), ...publicClient };
+    const tokens = async () => Number((await server.skyport.db.query<{ n: string | number }>("SELECT count(*) AS n FROM access_tokens a JOIN users u ON u.id = a.user_id WHERE u.username = $1", [u.username]))[0]?.n);
+    const before = await tokens();
+    await crashing(pattern, () => token(form));
+    assert.equal(await tokens(), before, 'no token');
+    const again = await token(form);
+    assert.equal(again.status, 200, `neither the code nor the mfa_token was spent: ${again.text}`);
+    assert.equal(await tokenWorks(again.json.access_token as string), true);
+    assert.equal(await tokens(), before + 1);
+  });
+}
 
 test('MFA login: a crash when the last allowed wrong code ends the challenge leaves its count as it was', async () => {
   const u = await mfaUser();

@@ -18,9 +18,13 @@ const toCustomer = (r: Row): CustomerRecord => ({
 
 export function createCustomersRepository(db: Queryable) {
   return {
-    /** Returns false when the e-mail is taken in this product (in any letter case). */
-    async insert(c: CustomerRecord): Promise<boolean> {
-      const rows = await db.query(
+    /**
+     * Returns false when the e-mail is taken in this product (in any letter case). In a
+     * transaction, a concurrent insert of the same e-mail waits for it and then finds it taken
+     * (or, if it rolled back, free).
+     */
+    async insert(c: CustomerRecord, tx: Tx): Promise<boolean> {
+      const rows = await tx.query(
         `INSERT INTO customers (id, product_id, email, password_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
          ON CONFLICT (product_id, lower(email)) DO NOTHING RETURNING id`,
         [c.id, c.productId, c.email, c.passwordHash, c.createdAt]);

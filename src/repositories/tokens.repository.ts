@@ -80,43 +80,58 @@ export const TOKEN_ID_LENGTH = 16;
 // which cost more than the rest of a token's parameters.
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
-export function createTokensRepository(db: Db) {
-  interface Pending { access: AccessTokenRecord; refresh?: RefreshTokenRecord | undefined; event?: Omit<AuditEvent, 'id'> | undefined }
+interface PendingToken { access: AccessTokenRecord; refresh?: RefreshTokenRecord | undefined; event?: Omit<AuditEvent, 'id'> | undefined }
 
+/**
+ * The one statement that stores tokens, their refresh tokens and their audit events: a batch of
+ * them (the batcher's), or a single one written in a caller's transaction.
+ */
+function insertTokens(items: readonly PendingToken[]): { sql: string; params: unknown[] } {
+  const access = items.map((i) => i.access);
+  const subjects = access.map((a) => subjectColumns(a.subject));
+  const refresh = items.flatMap((i) => (i.refresh ? [i.refresh] : []));
+  const rs = refresh.map((r) => subjectColumns(r.subject));
+  const events = items.flatMap((i) => (i.event ? [i.event] : []));
+  const params: unknown[] = [access.map((a) => a.tokenHash), ...[0, 1, 2, 3].map((c) => subjects.map((x) => x[c])), access.map((a) => a.clientId), access.map((a) => a.scope),
+    access.map((a) => iso(a.createdAt)), access.map((a) => iso(a.expiresAt)), access.map((a) => a.sessionId), access.map((a) => iso(a.temporaryUntil)),
+    refresh.map((r) => r.tokenHash), refresh.map((r) => r.accessTokenHash), ...[0, 1, 2, 3].map((c) => rs.map((x) => x[c])), refresh.map((r) => r.clientId),
+    refresh.map((r) => r.scope), refresh.map((r) => r.accessExpiresIn), refresh.map((r) => iso(r.createdAt)), refresh.map((r) => iso(r.expiresAt)),
+    refresh.map((r) => r.sessionId)];
+  const ctes = [`access AS (
+       INSERT INTO access_tokens (token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, created_at, expires_at, session_id, temporary_until)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::timestamptz[]))`];
+  let last = `INSERT INTO refresh_tokens (token_hash, access_token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, access_expires_in, created_at, expires_at, session_id)
+     SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::int[], $21::timestamptz[], $22::timestamptz[], $23::text[])`;
+  if (events.length > 0) {
+    const audit = auditInsert(events, params.length + 1);
+    ctes.push(`refresh AS (${last})`);
+    last = audit.sql;
+    params.push(...audit.params);
+  }
+  return { sql: `WITH ${ctes.join(',\n')}\n${last}`, params };
+}
+
+export function createTokensRepository(db: Db) {
   // Token issuance is the hot write path: inserts share one statement (storage/batcher.ts), a
   // data-modifying WITH for the token tables and the batch's audit events, so that it is atomic
   // without a transaction's extra round trips and a token costs one flush; one array per column
   // (unnest), which the embedded store runs faster than a VALUES list with a parameter per cell
   // (docs/benchmarks.md, "Measurements behind design choices").
-  const batcher = createBatcher<Pending>(async (items) => {
-    const access = items.map((i) => i.access);
-    const subjects = access.map((a) => subjectColumns(a.subject));
-    const refresh = items.flatMap((i) => (i.refresh ? [i.refresh] : []));
-    const rs = refresh.map((r) => subjectColumns(r.subject));
-    const events = items.flatMap((i) => (i.event ? [i.event] : []));
-    const params: unknown[] = [access.map((a) => a.tokenHash), ...[0, 1, 2, 3].map((c) => subjects.map((x) => x[c])), access.map((a) => a.clientId), access.map((a) => a.scope),
-      access.map((a) => iso(a.createdAt)), access.map((a) => iso(a.expiresAt)), access.map((a) => a.sessionId), access.map((a) => iso(a.temporaryUntil)),
-      refresh.map((r) => r.tokenHash), refresh.map((r) => r.accessTokenHash), ...[0, 1, 2, 3].map((c) => rs.map((x) => x[c])), refresh.map((r) => r.clientId),
-      refresh.map((r) => r.scope), refresh.map((r) => r.accessExpiresIn), refresh.map((r) => iso(r.createdAt)), refresh.map((r) => iso(r.expiresAt)),
-      refresh.map((r) => r.sessionId)];
-    const ctes = [`access AS (
-         INSERT INTO access_tokens (token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, created_at, expires_at, session_id, temporary_until)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::timestamptz[]))`];
-    let last = `INSERT INTO refresh_tokens (token_hash, access_token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, access_expires_in, created_at, expires_at, session_id)
-       SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::int[], $21::timestamptz[], $22::timestamptz[], $23::text[])`;
-    if (events.length > 0) {
-      const audit = auditInsert(events, params.length + 1);
-      ctes.push(`refresh AS (${last})`);
-      last = audit.sql;
-      params.push(...audit.params);
-    }
-    await db.query(`WITH ${ctes.join(',\n')}\n${last}`, params, { prepare: true });
+  const batcher = createBatcher<PendingToken>(async (items) => {
+    const insert = insertTokens(items);
+    await db.query(insert.sql, insert.params, { prepare: true });
   });
 
   return {
-    /** Stores a token, its refresh token and its audit event, all or none. */
-    insert(access: AccessTokenRecord, refresh?: RefreshTokenRecord, event?: Omit<AuditEvent, 'id'>): Promise<void> {
-      return batcher.add({ access, refresh, event });
+    /**
+     * Stores a token, its refresh token and its audit event, all or none: batched with other
+     * requests' tokens, or, with `tx`, at once in the caller's transaction (a token that is part
+     * of a larger write must commit or roll back with it, and a batch runs outside it).
+     */
+    insert(access: AccessTokenRecord, refresh?: RefreshTokenRecord, event?: Omit<AuditEvent, 'id'>, tx?: Tx): Promise<void> {
+      if (!tx) return batcher.add({ access, refresh, event });
+      const insert = insertTokens([{ access, refresh, event }]);
+      return tx.query(insert.sql, insert.params, { prepare: true }).then(() => undefined);
     },
     async findAccess(tokenHash: string): Promise<AccessTokenRecord | undefined> {
       const rows = await db.query<AccessRow>('SELECT * FROM access_tokens WHERE token_hash = $1', [tokenHash]);

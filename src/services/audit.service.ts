@@ -1,6 +1,7 @@
 import type { AuditEvent, AuditRepository } from '../repositories/audit.repository.js';
 import type { Clock } from '../platform/clock.js';
 import { createBatcher } from '../storage/batcher.js';
+import type { Tx } from '../storage/db.js';
 
 /**
  * The security audit log: sign-ups, logins and failed logins, tokens created and revoked,
@@ -43,8 +44,14 @@ export function createAuditService(deps: { repo: AuditRepository; clock: Clock }
   const batcher = createBatcher<Omit<AuditEvent, 'id'>>((events) => deps.repo.insertMany(events));
 
   return {
-    record(input: AuditInput): Promise<void> {
-      return batcher.add(auditEvent(input, deps.clock.now()));
+    /**
+     * Records an event: batched, or, when it is part of a larger write, in the caller's
+     * transaction, so that it is stored with the rest or not at all (a batch is a statement of
+     * its own, outside any transaction, and on the embedded store would wait for it to end).
+     */
+    record(input: AuditInput, tx?: Tx): Promise<void> {
+      const event = auditEvent(input, deps.clock.now());
+      return tx ? deps.repo.insertMany([event], tx) : batcher.add(event);
     },
     list: (kind: AuditEvent['accountKind'], id: string, page: number, perPage: number) => deps.repo.list(kind, id, perPage, (page - 1) * perPage),
   };

@@ -11,7 +11,7 @@ import type { CustomerRecord, CustomersRepository } from '../repositories/custom
 import type { ProductRecord } from '../repositories/products.repository.js';
 import type { DevicesRepository } from '../repositories/devices.repository.js';
 import type { ClaimsRepository } from '../repositories/claims.repository.js';
-import type { Db } from '../storage/db.js';
+import type { Db, Tx } from '../storage/db.js';
 import type { AuditService } from './audit.service.js';
 import type { AuthenticatedClient } from './clients.service.js';
 import type { CustomerDirectory } from './customer-directory.js';
@@ -77,20 +77,27 @@ export function createCustomerService(deps: {
 
   const view = (c: CustomerRecord, devices: string[]): CustomerView => ({ id: c.id, username: c.email, shadow: c.passwordHash === null, created_at: c.createdAt.toISOString(), devices });
 
-  /** A new customer: with a password (simple authentication) or none (a shadow customer). */
-  async function insert(product: ProductRecord, body: NewCustomerBody, ip: string, details: Record<string, unknown>): Promise<CustomerRecord> {
+  /**
+   * A new customer: with a password (simple authentication) or none (a shadow customer). The
+   * customer, its event and what `then` writes (its first token) are one transaction: a failure
+   * leaves no customer behind, so that the caller's retry is not refused for a taken e-mail.
+   */
+  async function insert<T>(product: ProductRecord, body: NewCustomerBody, ip: string, details: Record<string, unknown>, then: (customer: CustomerRecord, tx: Tx) => Promise<T>): Promise<T> {
     const email = validateEmail(body.email, 'email');
     const noPassword = body.no_password === true || body.no_password === 'true';
     const hasPassword = body.password !== undefined && body.password !== '';
     if (hasPassword === noPassword) throw new DomainError('invalid_request', 'Send either password (simple authentication) or no_password=true (a shadow customer), not both and not neither');
+    // Hashed before the transaction opens: argon2 takes long, and the transaction holds a connection.
     const passwordHash = hasPassword ? await secrets.hashPassword(validateNewPassword(body.password)) : null;
     const now = clock.now();
     const customer: CustomerRecord = { id: secrets.uuid(), productId: product.id, email, passwordHash, createdAt: now, updatedAt: now };
-    if (!(await repo.insert(customer))) {
-      throw new DomainError('conflict', `A customer with the e-mail ${email} already exists in this product`, { details: { errors: ['email already taken'] } });
-    }
-    await audit.record({ account: { kind: 'customer', id: customer.id }, type: 'customer.created', ip, details: { product_id: product.id, ...details, shadow: noPassword } });
-    return customer;
+    return deps.db.transaction(async (tx) => {
+      if (!(await repo.insert(customer, tx))) {
+        throw new DomainError('conflict', `A customer with the e-mail ${email} already exists in this product`, { details: { errors: ['email already taken'] } });
+      }
+      await audit.record({ account: { kind: 'customer', id: customer.id }, type: 'customer.created', ip, details: { product_id: product.id, ...details, shadow: noPassword } }, tx);
+      return then(customer, tx);
+    });
   }
 
   return {
@@ -104,14 +111,13 @@ export function createCustomerService(deps: {
       if (client.kind !== 'registered' || client.record.owner.kind !== 'product' || client.record.owner.id !== String(product.id)) {
         throw new DomainError('invalid_client', 'The client must belong to this product');
       }
-      const customer = await insert(product, body, ip, { client_id: client.id });
-      return tokens.issue({
+      return insert(product, body, ip, { client_id: client.id }, (customer, tx) => tokens.issue({
         subject: subjectOf(customer),
         clientId: client.id,
         scope: null,
         lifetime: resolveLifetime({}, clock.now(), deps.settings.tokenLifetimeSeconds),
         withRefreshToken: true,
-      });
+      }, tx));
     },
 
     /**
@@ -122,7 +128,7 @@ export function createCustomerService(deps: {
      */
     async createByTeam(product: ProductRecord, by: Subject, body: NewCustomerBody, ip: string): Promise<CustomerView> {
       const who = by.kind === 'user' ? { user_id: by.userId } : by.kind === 'product' ? { product_token: true } : {};
-      return view(await insert(product, body, ip, who), []);
+      return insert(product, body, ip, who, async (customer) => view(customer, []));
     },
 
     async list(product: ProductRecord, page: number, perPage: number) {

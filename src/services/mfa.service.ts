@@ -2,7 +2,7 @@ import { DomainError } from '../domain/errors.js';
 import { newTotpSecret, totpUri, verifyTotp } from '../domain/totp.js';
 import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
-import type { Db } from '../storage/db.js';
+import type { Db, Tx } from '../storage/db.js';
 import type { MfaChallenge, MfaRepository } from '../repositories/mfa.repository.js';
 import type { UserRecord } from '../repositories/users.repository.js';
 import type { CachedUsersRepository } from '../repositories/users.cache.js';
@@ -144,10 +144,12 @@ export function createMfaService(deps: {
 
     /**
      * The second step of a login: an OTP or a recovery code against an mfa_token of the same
-     * client (or, between public clients, another: `mayCompleteLogin`). Returns the challenge,
-     * whose stored request and client the caller turns into a token.
+     * client (or, between public clients, another: `mayCompleteLogin`). `issue` turns the
+     * challenge's stored request and client into a token, in the transaction that spends the
+     * code and the challenge, and its answer is returned.
      */
-    async completeLogin(input: { mfaToken: unknown; otp?: unknown; recoveryCode?: unknown; clientId: string; ip: string }): Promise<{ user: UserRecord; challenge: MfaChallenge }> {
+    async completeLogin<T>(input: { mfaToken: unknown; otp?: unknown; recoveryCode?: unknown; clientId: string; ip: string },
+      issue: (user: UserRecord, challenge: MfaChallenge, tx: Tx) => Promise<T>): Promise<T> {
       const usingRecovery = input.recoveryCode !== undefined;
       const code = usingRecovery ? input.recoveryCode : input.otp;
       if (typeof code !== 'string' || code === '' || code.length > 64) {
@@ -159,19 +161,20 @@ export function createMfaService(deps: {
       if (!user || user.mfaSecret === null) throw new DomainError('invalid_grant', 'The mfa_token is invalid or has expired; log in again');
       const step = usingRecovery ? null : verifyTotp(user.mfaSecret, code.trim(), clock.now(), user.mfaLastStep);
       if (!usingRecovery && step === null) return wrongCode(challenge, user.id, input.ip);
-      // Spending the code (a recovery code, or the TOTP step against replay) and the challenge
-      // is one write: a code is never used up by a login that did not complete.
-      const accepted = await deps.db.transaction(async (tx) => {
+      // Spending the code (a recovery code, or the TOTP step against replay) and the challenge,
+      // and issuing the token, are one write: a code is never used up by a login that did not
+      // complete, nor without the token it was for.
+      const done = await deps.db.transaction(async (tx) => {
         const spent = step === null
           ? await repo.useRecoveryCode(user.id, secrets.sha256(normaliseRecovery(code)), clock.now(), tx)
           : await users.advanceMfaStep(user.id, step, tx);
-        if (!spent) return false;
+        if (!spent) return null;
         if (!(await repo.consumeChallenge(challenge.tokenHash, tx))) throw new DomainError('invalid_grant', 'The mfa_token was already used');
-        return true;
+        if (usingRecovery) await audit.record({ account: { kind: 'user', id: user.id }, type: 'mfa.recovery_code_used', ip: input.ip }, tx);
+        return { answer: await issue(user, challenge, tx) };
       });
-      if (!accepted) return wrongCode(challenge, user.id, input.ip);
-      if (usingRecovery) await audit.record({ account: { kind: 'user', id: user.id }, type: 'mfa.recovery_code_used', ip: input.ip });
-      return { user, challenge };
+      if (!done) return wrongCode(challenge, user.id, input.ip);
+      return done.answer;
     },
 
     purgeExpired: () => repo.purgeExpired(clock.now()),

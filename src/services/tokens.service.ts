@@ -54,7 +54,13 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
   // it is this node's own and tells no other node anything.
   const unknown = new TtlCache<true>(clock, 10_000, 10_000);
 
-  async function issue(req: IssueRequest): Promise<TokenResponse> {
+  /**
+   * Stores a new token (and its refresh token and event) and answers the token endpoint's body.
+   * On its own it goes with other requests' tokens in the next batch (the hot path); with `tx`,
+   * when it is part of a larger write (a refresh, a customer's creation), it is written at once
+   * in that transaction and is issued only if the rest commits.
+   */
+  async function issue(req: IssueRequest, tx?: Tx): Promise<TokenResponse> {
     const now = clock.now();
     const accessToken = secrets.token();
     const access: AccessTokenRecord = {
@@ -84,7 +90,7 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
         expiresAt: new Date(req.lifetime.expiresAt.getTime() + settings.refreshTokenLifetimeSeconds * 1000),
       };
     }
-    await repo.insert(access, refresh, req.audit && auditEvent(req.audit, now));
+    await repo.insert(access, refresh, req.audit && auditEvent(req.audit, now), tx);
     const body: TokenResponse = { token_type: 'bearer', access_token: accessToken, expires_in: req.lifetime.expiresIn };
     if (refreshToken !== undefined) body.refresh_token = refreshToken;
     const scopeText = req.responseScope ?? req.scope ?? undefined;
@@ -160,7 +166,7 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
      * A session renewed (a refresh) until `until`: its temporary tokens live on with it. Their
      * cached records are dropped on every node, so that none refuses them at the old limit.
      */
-    extendSession: (sessionId: string, until: Date | null): Promise<void> => db.transaction(async (t) => {
+    extendSession: (sessionId: string, until: Date | null, tx?: Tx): Promise<void> => inTransaction(db, tx, async (t) => {
       if (until === null) return;
       forgetOnCommit(t, await repo.extendTemporary(sessionId, until, clock.now(), t));
     }),
@@ -186,7 +192,8 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
       return gone.length;
     },
     findRefresh: (refreshToken: string) => repo.findRefresh(secrets.sha256(refreshToken)),
-    consumeRefresh: (refreshHash: string) => repo.consumeRefresh(refreshHash),
+    /** Spends a refresh token: on its own, or within the caller's transaction (a refresh). */
+    consumeRefresh: (refreshHash: string, tx?: Tx) => repo.consumeRefresh(refreshHash, tx),
     purgeExpired: () => db.transaction((t) => repo.purgeExpired(clock.now(), t)),
   };
 }

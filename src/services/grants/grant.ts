@@ -3,6 +3,7 @@ import type { Subject } from '../../domain/subject.js';
 import { resolveLifetime, type Lifetime } from '../../domain/token-lifetime.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Settings } from '../../config/settings.js';
+import type { Db, Tx } from '../../storage/db.js';
 import type { AccountService } from '../accounts.service.js';
 import type { AuditService } from '../audit.service.js';
 import { accountOf } from '../audit-account.js';
@@ -29,6 +30,8 @@ export interface TokenParams {
 export type GrantHandler = (client: AuthenticatedClient, params: TokenParams, ip: string) => Promise<TokenResponse>;
 
 export interface GrantDeps {
+  /** The store, for the grants whose writes are one transaction (a refresh, an MFA login's last step). */
+  db: Db;
   tokens: TokenService;
   accounts: AccountService;
   mfa: MfaService;
@@ -49,8 +52,12 @@ export function createIssuer(deps: GrantDeps) {
   const lifetimeOf = (p: LifetimeRequest): Lifetime => resolveLifetime(p, clock.now(), settings.tokenLifetimeSeconds);
   return {
     lifetimeOf,
-    /** A token with its `token.created` event; tokens made with a product's client or the console's get a refresh token. */
-    issueFor(subject: Subject, client: AuthenticatedClient, scope: Scope, params: LifetimeRequest, ip: string, grant: string, responseScope?: string): Promise<TokenResponse> {
+    /**
+     * A token with its `token.created` event; tokens made with a product's client or the
+     * console's get a refresh token. With `tx` (a grant whose other writes are a transaction),
+     * the token is written in it, and counted once it commits.
+     */
+    issueFor(subject: Subject, client: AuthenticatedClient, scope: Scope, params: LifetimeRequest, ip: string, grant: string, responseScope?: string, tx?: Tx): Promise<TokenResponse> {
       const lifetime = lifetimeOf(params);
       const productClient = client.kind === 'registered' && client.record.owner.kind === 'product';
       // The web console renews its short-lived token while it is open (docs/api.md, "OAuth").
@@ -58,8 +65,9 @@ export function createIssuer(deps: GrantDeps) {
       return tokens.issue({
         subject, clientId: client.id, scope, lifetime, withRefreshToken, responseScope,
         audit: { account: accountOf(subject), type: 'token.created', ip, details: { client_id: client.id, grant, expires_in: lifetime.expiresIn, scope } },
-      }).then((answer) => {
-        deps.issued?.(grant);
+      }, tx).then((answer) => {
+        if (tx) tx.afterCommit(() => deps.issued?.(grant));
+        else deps.issued?.(grant);
         return answer;
       });
     },
