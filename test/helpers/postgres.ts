@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,6 +18,17 @@ export interface TestPostgres {
   destroy(): Promise<void>;
 }
 
+/** Debian keeps each major version's server programs apart; pg_config names them when it is there. */
+async function binaries(): Promise<string> {
+  try {
+    return (await run('pg_config', ['--bindir'])).stdout.trim();
+  } catch {
+    const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a));
+    if (versions.length === 0) throw new Error('no PostgreSQL server programs: install postgresql');
+    return join('/usr/lib/postgresql', versions[0] as string, 'bin');
+  }
+}
+
 /**
  * A PostgreSQL server of the test's own (Debian's binaries: initdb and pg_ctl), on a free
  * loopback port with trust authentication, for tests that stop and start it: the machine's own
@@ -25,7 +36,7 @@ export interface TestPostgres {
  * `postgres` user, as the packaged server does.
  */
 export async function startPostgres(): Promise<TestPostgres> {
-  const bin = (await run('pg_config', ['--bindir'])).stdout.trim();
+  const bin = await binaries();
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'skyport-pg-'));
   const data = join(dir, 'data');
