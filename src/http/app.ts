@@ -24,11 +24,12 @@ import type { DeviceCallService } from '../services/device-calls.service.js';
 import type { EventService } from '../services/events.service.js';
 import { createGuard } from './auth.js';
 import { productScope } from './product-scope.js';
-import { frameworkError, installErrorHandling, requestIdOf, sendError, stampRequestId } from './error-handler.js';
+import { frameworkError, installErrorHandling, requestIdOf, routeNotFound, sendError, stampRequestId } from './error-handler.js';
 import { allowListedOrigins } from './cors.js';
 import { metricsRoutes } from './metrics.js';
 import type { Metrics } from '../platform/metrics.js';
-import { consoleBuilt, consolePage, consolePages } from './console.js';
+import { consoleBuilt, consolePages } from './console.js';
+import { noSniff } from './security-headers.js';
 import { lazyChildLogger, loggerOptions } from './logging.js';
 import { ErrorBody } from './schemas.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
@@ -88,6 +89,15 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   const textAjv = new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
 
+  // Both hooks (this and preValidation's below) are synchronous and take `done`: they run on every
+  // request, and a callback hook costs Fastify less than a promise. This one comes before CORS's,
+  // which answers a preflight from its own hook, so that every answer carries the request id and
+  // nosniff (src/http/security-headers.ts).
+  app.addHook('onRequest', (req, reply, done) => {
+    stampRequestId(req, reply);
+    noSniff(reply);
+    done();
+  });
   await allowListedOrigins(app, deps.settings.corsOrigins);
   await app.register(formbody, { bodyLimit: deps.settings.bodyLimitBytes });
   // Multipart only carries the device-id file of a fleet import: one small file.
@@ -110,15 +120,9 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   // (docs/operations.md, "Roles"), and says so to whatever else reaches it.
   const gatewayOnly = deps.settings.role === 'gateway';
   const withConsole = !gatewayOnly && consoleBuilt();
-  installErrorHandling(app, gatewayOnly ? notServedHere : withConsole ? consolePage : undefined);
+  installErrorHandling(app, gatewayOnly ? notServedHere : withConsole ? null : routeNotFound);
   app.decorateRequest('auth', null);
 
-  // Both hooks are synchronous and take `done`: they run on every request, and a callback hook
-  // costs Fastify less than a promise.
-  app.addHook('onRequest', (req, reply, done) => {
-    stampRequestId(req, reply);
-    done();
-  });
   // PostgreSQL text cannot hold NUL, and jsonb refuses a lone UTF-16 surrogate (\ud800); refuse
   // both at the edge instead of failing in storage.
   app.addHook('preValidation', (req, _reply, done) => {

@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, ERRORS } from '../domain/errors.js';
+import { noSniff } from './security-headers.js';
 
 /**
  * The one place errors become HTTP answers. Every answer is JSON: `{ok:false, error,
  * error_description}` plus the error's public details (mfa_token, info, errors, violations),
  * which also satisfies RFC 6749 §5.2 on the OAuth endpoints. A 5xx shows only a request id;
- * its cause goes to the log.
+ * its cause goes to the log. `notFound` answers requests no route takes; null leaves that to a
+ * scope of the app (the console's, src/http/console.ts, which answers its own pages).
  */
-export function installErrorHandling(app: FastifyInstance, page?: (req: FastifyRequest, reply: FastifyReply) => FastifyReply | null): void {
+export function installErrorHandling(app: FastifyInstance, notFound: ((req: FastifyRequest, reply: FastifyReply) => FastifyReply) | null = routeNotFound): void {
   app.setErrorHandler(function handleError(err: FastifyError | DomainError | Error, req, reply) {
     const domain = toDomainError(err, req);
     if (domain.code === 'service_unavailable') {
@@ -22,13 +24,12 @@ export function installErrorHandling(app: FastifyInstance, page?: (req: FastifyR
     }
     return sendError(reply, domain, req.id);
   });
+  if (notFound) app.setNotFoundHandler(notFound);
+}
 
-  app.setNotFoundHandler(function routeNotFound(req, reply) {
-    // A browser's request for a page of the web console (src/http/console.ts).
-    const answered = page?.(req, reply);
-    if (answered) return answered;
-    return sendError(reply, new DomainError('not_found', `No route ${req.method} ${req.url.split('?')[0]}`), req.id);
-  });
+/** A request no route takes: 404, in JSON. */
+export function routeNotFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendError(reply, new DomainError('not_found', `No route ${req.method} ${req.url.split('?')[0]}`), req.id);
 }
 
 /**
@@ -43,6 +44,7 @@ export function frameworkError(err: FastifyError, req: FastifyRequest, reply: Fa
       : toDomainError(err, req);
   // The onRequest hooks do not run for these.
   stampRequestId(req, reply);
+  noSniff(reply);
   req.log.info({ code: e.code, status: e.status }, e.message);
   return sendError(reply, e, req.id);
 }

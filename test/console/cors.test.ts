@@ -63,6 +63,7 @@ test('a preflight from a listed origin is answered with what it may send; any ot
   assert.match(ok.headers.get('access-control-allow-headers') ?? '', /Authorization/i);
   assert.match(ok.headers.get('access-control-allow-methods') ?? '', /PUT/);
   assert.match(ok.headers.get('vary') ?? '', /Origin/i);
+  assert.equal(ok.headers.get('x-content-type-options'), 'nosniff', 'a preflight is an answer too');
 
   for (const [url, origin] of [[skyport.url, other.origin], [skyport.url, 'null'], [plain.url, listed.origin]] as const) {
     const refused = await preflight(url, origin);
@@ -76,6 +77,10 @@ test('a preflight from a listed origin is answered with what it may send; any ot
   const mine = await raw(`${skyport.url}/v1/user`, { token, headers: { origin: listed.origin } });
   assert.equal(mine.headers.get('access-control-allow-origin'), listed.origin);
   assert.match(mine.headers.get('access-control-expose-headers') ?? '', /X-Request-Id/i);
+  // The API's answers carry nosniff, and none of the console's headers (docs/security.md).
+  assert.equal(mine.headers.get('x-content-type-options'), 'nosniff');
+  assert.equal(mine.headers.get('cross-origin-resource-policy'), null);
+  assert.equal(mine.headers.get('content-security-policy'), null);
   const denied = await raw(`${skyport.url}/v1/user`, { headers: { origin: listed.origin } });
   assert.equal(denied.status, 400, 'no token: the request is refused');
   assert.equal(denied.headers.get('access-control-allow-origin'), listed.origin, 'the app can read why it was refused');
