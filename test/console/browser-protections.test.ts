@@ -53,10 +53,14 @@ test('headers: the console (its document and files) carries its policy; every an
   const page = { accept: 'text/html,application/xhtml+xml' };
   const { token } = await signUp(url);
 
-  for (const [path, what] of [['/', 'the console at /'], ['/products/some-fleet/config', 'a page path of the console'], [`/assets/${ASSET}`, 'a built asset']] as const) {
+  // The document is asked for again each time (it names the build's assets); the assets, whose
+  // names change with their content, are kept a year.
+  const cached = [['/', 'the console at /', 'no-cache'], ['/products/some-fleet/config', 'a page path of the console', 'no-cache'], [`/assets/${ASSET}`, 'a built asset', 'public, max-age=31536000, immutable']] as const;
+  for (const [path, what, cacheControl] of cached) {
     const r = await raw(`${url}${path}`, { headers: page });
     assert.equal(r.status, 200, what);
     assert.equal(r.headers.get('x-content-type-options'), 'nosniff', what);
+    assert.equal(r.headers.get('cache-control'), cacheControl, what);
     assertConsoleHeaders(r, what);
   }
 
@@ -68,6 +72,7 @@ test('headers: the console (its document and files) carries its policy; every an
   assertApiHeaders(refused, 'an error');
   const elsewhere = await raw(`${url}/no/such/page`, { headers: page });
   assert.match(elsewhere.text, /<div id="root">/, 'any other path is a page of the console for a browser');
+  assert.equal(elsewhere.headers.get('cache-control'), 'no-cache', 'an unknown page path');
   assertConsoleHeaders(elsewhere, 'an unknown page path');
   const missing = await raw(`${url}/v1/no-such-thing`, { headers: page });
   assert.equal(missing.status, 404);
