@@ -1,11 +1,12 @@
 import type { ErrorSchema, RJSFSchema, UiSchema } from '@rjsf/utils';
-import { customizeValidator } from '@rjsf/validator-ajv8';
 import { pointerKeys, type Violation } from './config-paths.js';
+import { InterpretingValidator } from './schema-validator.js';
 
 export { violationsOf, type Violation } from './config-paths.js';
 
-// The schemas carry keywords of their own (deviceLevelOnly, firmware ranges): not errors here.
-export const validator = customizeValidator({ ajvOptionsOverrides: { strict: false } });
+// Values are checked in the page as the API checks them, without generated code (schema-validator.ts).
+// The schemas' keywords of their own (deviceLevelOnly, firmware ranges) are not errors there.
+export const validator = new InterpretingValidator();
 
 /** A configuration schema as the API gives it (docs/configuration, Particle's tracker schema). */
 export type ConfigSchema = RJSFSchema & { properties?: Record<string, RJSFSchema & { deviceLevelOnly?: boolean }> };

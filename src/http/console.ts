@@ -40,7 +40,11 @@ export async function consolePages(app: FastifyInstance): Promise<void> {
       // A route per built file (they do not change while it runs); other paths fall to the not-found handler.
       wildcard: false,
       index: 'index.html',
-      // Hashed asset names never change content: cached for a year; the HTML never.
+      // Hashed asset names never change content: cached for a year, never asked again; the HTML
+      // is asked again each time (it names the assets of the build in place). The plugin's own
+      // Cache-Control (`public, max-age=0` by default) is off: it is written after setHeaders and
+      // over the not-found handler's header, and would replace both.
+      cacheControl: false,
       setHeaders(res, path) {
         res.setHeader('cache-control', path.endsWith('.html') ? 'no-cache' : 'public, max-age=31536000, immutable');
       },

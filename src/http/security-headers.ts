@@ -46,12 +46,11 @@ export const CONSOLE = {
     useDefaults: false,
     directives: {
       'default-src': ["'none'"],
-      // 'unsafe-eval', and why: the configuration forms check values in the page with
-      // react-jsonschema-form's Ajv validator, and Ajv compiles each schema (a product may upload
-      // its own) into a function with `new Function`, which nothing else allows. It is not
-      // 'unsafe-inline': a <script> or an event handler written into the page still never runs,
-      // nor a script of another origin; only a string the console's own code hands to eval would.
-      'script-src': ["'self'", "'unsafe-eval'"],
+      // Neither 'unsafe-inline' nor 'unsafe-eval': no <script> or event handler written into the
+      // page runs, nor a script of another origin, nor any string handed to eval or `new Function`.
+      // The configuration forms check values with a validator that interprets JSON Schema
+      // (console/src/schema-validator.ts) rather than compiling it into code, as Ajv does.
+      'script-src': ["'self'"],
       'style-src': ["'self'"],
       'connect-src': ["'self'"],
       'object-src': ["'none'"],
