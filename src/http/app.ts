@@ -31,6 +31,7 @@ import type { Metrics } from '../platform/metrics.js';
 import { consoleBuilt, consolePage, consolePages } from './console.js';
 import { lazyChildLogger, loggerOptions } from './logging.js';
 import { ErrorBody } from './schemas.js';
+import { proxyTrust } from '../platform/proxies.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
 import { clientRoutes, productClientRoutes } from './routes/clients.routes.js';
 import { healthRoutes, type HealthDeps } from './routes/health.routes.js';
@@ -71,7 +72,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: deps.logger ?? loggerOptions(deps.settings),
     bodyLimit: deps.settings.bodyLimitBytes,
-    trustProxy: deps.settings.trustProxy,
+    trustProxy: trustedProxies(deps.settings.trustProxy),
     // requestIdOf reads a caller's x-request-id itself, keeping it only when it is sane.
     requestIdHeader: false,
     genReqId: requestIdOf,
@@ -164,6 +165,12 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   if (withConsole) await consolePages(app);
   await app.ready();
   return app;
+}
+
+/** Fastify's `trustProxy`: the proxies TRUST_PROXY names, by the rule the device gateway applies too (platform/proxies.ts). */
+function trustedProxies(entries: readonly string[]): FastifyServerOptions['trustProxy'] {
+  const trusted = proxyTrust(entries);
+  return trusted === null ? false : (address: string) => trusted(address);
 }
 
 function notServedHere(req: FastifyRequest, reply: FastifyReply): FastifyReply {
