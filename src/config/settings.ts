@@ -38,6 +38,11 @@ export interface Settings {
   readonly role: 'all' | 'api' | 'gateway';
   readonly nodeId: string | undefined;
   readonly nodeLeaseSeconds: number;
+  readonly rateLimitRequests: number;
+  readonly rateLimitEventStreams: number;
+  readonly rateLimitOpenStreams: number;
+  readonly rateLimitTokens: number;
+  readonly rateLimitWindowSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -156,7 +161,7 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   },
   {
     key: 'trustProxy', env: 'TRUST_PROXY', flag: '--trust-proxy', default: 'off',
-    doc: 'The reverse proxies you run in front of Skyport, whose X-Forwarded-For (and X-Forwarded-Proto and -Host) are believed: addresses and CIDR ranges separated by commas, such as 10.0.0.5,10.0.1.0/24, or loopback for a proxy on the same machine. A request\'s address (what the limits on failed logins count, and the audit log records) is then the right-most address of X-Forwarded-For that is not one of them; the same rule applies to MQTT over WebSocket. off: the connection\'s own address. on (any sender) is refused (docs/operations.md, "Behind a reverse proxy").',
+    doc: 'The reverse proxies you run in front of Skyport, whose X-Forwarded-For (and X-Forwarded-Proto and -Host) are believed: addresses and CIDR ranges separated by commas, such as 10.0.0.5,10.0.1.0/24, or loopback for a proxy on the same machine. A request\'s address (what per-address limits count, and the audit log records) is then the right-most address of X-Forwarded-For that is not one of them; the same rule applies to MQTT over WebSocket. off: the connection\'s own address. on (any sender) is refused (docs/operations.md, "Behind a reverse proxy").',
     parse: proxies,
   },
   {
@@ -221,6 +226,31 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     },
   },
   { key: 'nodeLeaseSeconds', env: 'NODE_LEASE_SECONDS', flag: '--node-lease-seconds', default: '15', doc: 'Cluster mode: a node that stops renewing its lease for this long is taken for dead, and its devices are marked offline (docs/operations.md, "Cluster mode").', parse: integer(3, 300) },
+  {
+    key: 'rateLimitRequests', env: 'RATE_LIMIT_REQUESTS', flag: '--rate-limit-requests', default: '10000',
+    doc: 'Requests to the REST API one client address may make per RATE_LIMIT_WINDOW_SECONDS (Particle\'s limit); over it, 429 rate_limit_exceeded until the window ends. GET /healthz and GET /metrics are not counted. 0 turns the limit off (docs/security.md, "Limits on request volume").',
+    parse: integer(0, 1_000_000_000),
+  },
+  {
+    key: 'rateLimitEventStreams', env: 'RATE_LIMIT_EVENT_STREAMS', flag: '--rate-limit-event-streams', default: '100',
+    doc: 'Event streams (GET …/events) one client address may open per RATE_LIMIT_WINDOW_SECONDS. 0 turns the limit off.',
+    parse: integer(0, 1_000_000_000),
+  },
+  {
+    key: 'rateLimitOpenStreams', env: 'RATE_LIMIT_OPEN_STREAMS', flag: '--rate-limit-open-streams', default: '100',
+    doc: 'Event streams one client address may hold open at once, on all nodes of a cluster together. 0 turns the limit off.',
+    parse: integer(0, 1_000_000_000),
+  },
+  {
+    key: 'rateLimitTokens', env: 'RATE_LIMIT_TOKENS', flag: '--rate-limit-tokens', default: '100',
+    doc: 'Token requests (POST /oauth/token, every grant, and customer creation with client credentials) one client address may make per RATE_LIMIT_WINDOW_SECONDS. 0 turns the limit off.',
+    parse: integer(0, 1_000_000_000),
+  },
+  {
+    key: 'rateLimitWindowSeconds', env: 'RATE_LIMIT_WINDOW_SECONDS', flag: '--rate-limit-window-seconds', default: '300',
+    doc: 'The window of RATE_LIMIT_REQUESTS, RATE_LIMIT_EVENT_STREAMS and RATE_LIMIT_TOKENS (5 minutes). Windows are aligned to the clock (they start at multiples of it since 1970), the same on every node.',
+    parse: integer(1, 86400),
+  },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];
 

@@ -27,6 +27,8 @@ import { productScope } from './product-scope.js';
 import { frameworkError, installErrorHandling, requestIdOf, sendError, stampRequestId } from './error-handler.js';
 import { allowListedOrigins } from './cors.js';
 import { metricsRoutes } from './metrics.js';
+import { requestLimits } from './rate-limits.js';
+import type { RateLimits } from '../services/rate-limits/index.js';
 import type { Metrics } from '../platform/metrics.js';
 import { consoleBuilt, consolePage, consolePages } from './console.js';
 import { lazyChildLogger, loggerOptions } from './logging.js';
@@ -60,6 +62,8 @@ export interface HttpDeps {
   /** What GET /healthz checks and reports. */
   health: HealthDeps;
   metrics: Metrics;
+  /** The node's counters of per-address limits (docs/security.md, "Limits on request volume"). */
+  rateLimits: RateLimits;
   /** The device gateway's ports (known once it listens), for GET /v1/device_gateway. */
   gatewayPorts(): GatewayPorts;
   /** A pino logger options object, or false (tests). */
@@ -132,6 +136,8 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     }
   });
 
+  // Before any route: every request counts against the per-address limits (rate-limits.ts).
+  const limits = await requestLimits(app, { limits: deps.rateLimits, settings: deps.settings, metrics: deps.metrics });
   metricsRoutes(app, deps.metrics, deps.settings);
   const guard = createGuard(deps.tokens);
   healthRoutes(app, deps.health);
@@ -148,7 +154,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   productRoutes(app, { products: deps.products, guard });
   deviceRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, products: deps.products, guard });
   deviceCallRoutes(app, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, guard });
-  const streams = eventStreams(app, deps.events, deps.settings.eventsKeepaliveSeconds);
+  const streams = eventStreams(app, deps.events, deps.settings.eventsKeepaliveSeconds, limits.openStream);
   eventRoutes(app, { events: deps.events, devices: deps.devices.access, streams, guard });
   // Everything under /v1/products/:productIdOrSlug: the product is resolved once per request.
   productScope(app, deps.products, (scope) => {

@@ -12,6 +12,11 @@ test('defaults', () => {
   assert.equal(s.signup, true);
   assert.equal(s.logLevel, 'info');
   assert.deepEqual(s.trustProxy, [], 'no proxy is believed unless named');
+  assert.equal(s.rateLimitRequests, 10000, "Particle's limits by default");
+  assert.equal(s.rateLimitEventStreams, 100);
+  assert.equal(s.rateLimitOpenStreams, 100);
+  assert.equal(s.rateLimitTokens, 100);
+  assert.equal(s.rateLimitWindowSeconds, 300);
   assert.equal(s.tokenLifetimeSeconds, 7776000);
   assert.equal(s.refreshTokenLifetimeSeconds, 1209600);
   assert.equal(s.loginMaxFailures, 10);
@@ -82,6 +87,11 @@ test('bad values stop with a SettingsError naming the setting', () => {
     [{ TRUST_PROXY: '10.0.0.1,proxy.example.com' }, [], /^TRUST_PROXY must name proxies.*"proxy.example.com" is none of these$/],
     [{ TRUST_PROXY: '::1/129' }, [], /^TRUST_PROXY must name proxies/],
     [{ TRUST_PROXY: '10.0.0.1/8/8' }, [], /^TRUST_PROXY must name proxies/],
+    [{ RATE_LIMIT_REQUESTS: '-1' }, [], /^RATE_LIMIT_REQUESTS must be a whole number, got "-1"$/],
+    [{ RATE_LIMIT_EVENT_STREAMS: 'many' }, [], /^RATE_LIMIT_EVENT_STREAMS must be a whole number/],
+    [{ RATE_LIMIT_OPEN_STREAMS: '1.5' }, [], /^RATE_LIMIT_OPEN_STREAMS must be a whole number/],
+    [{ RATE_LIMIT_TOKENS: '2000000000' }, [], /^RATE_LIMIT_TOKENS must be between 0 and 1000000000/],
+    [{ RATE_LIMIT_WINDOW_SECONDS: '0' }, [], /^RATE_LIMIT_WINDOW_SECONDS must be between 1 and 86400, got 0$/],
     [{ LOG_LEVEL: 'loud' }, [], /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
     [{ DATABASE_URL: 'mysql://x' }, [], /^DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL$/],
     [{ DATABASE_URL: 'postgres://[bad' }, [], /^DATABASE_URL is not a valid URL$/],
@@ -108,7 +118,7 @@ test('bad values stop with a SettingsError naming the setting', () => {
   assert.equal(loadSettings({ PORT: 'abc' }, ['--port', '9000']).port, 9000, 'a flag replaces a bad variable, which is not read');
 });
 
-test('TRUST_PROXY=on (any sender) is refused at start with one line that says what to write instead; off names no proxy', () => {
+test('TRUST_PROXY=on (any sender) is refused at start with one line that says what to write instead; off names no proxy; each limit takes 0 (off)', () => {
   for (const on of ['on', 'ON', 'true', 'yes', '1']) {
     assert.throws(() => loadSettings({ TRUST_PROXY: on }), (err: unknown) => {
       assert.ok(err instanceof SettingsError, on);
@@ -120,6 +130,8 @@ test('TRUST_PROXY=on (any sender) is refused at start with one line that says wh
   assert.throws(() => loadSettings({}, ['--trust-proxy', 'on']), /^SettingsError: --trust-proxy=on \(believe any sender's X-Forwarded-For\) is refused/);
   for (const off of ['off', 'OFF', 'no', 'false', '0', '']) assert.deepEqual(loadSettings({ TRUST_PROXY: off }).trustProxy, [], off);
   assert.deepEqual(loadSettings({ TRUST_PROXY: '10.0.0.5,10.0.0.5' }).trustProxy, ['10.0.0.5'], 'duplicates once');
+  const off = loadSettings({ RATE_LIMIT_REQUESTS: '0', RATE_LIMIT_EVENT_STREAMS: '0', RATE_LIMIT_OPEN_STREAMS: '0', RATE_LIMIT_TOKENS: '0', RATE_LIMIT_WINDOW_SECONDS: '60' });
+  assert.deepEqual([off.rateLimitRequests, off.rateLimitEventStreams, off.rateLimitOpenStreams, off.rateLimitTokens, off.rateLimitWindowSeconds], [0, 0, 0, 0, 60]);
 });
 
 test('unknown and malformed flags are rejected', () => {
