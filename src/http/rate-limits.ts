@@ -44,16 +44,24 @@ const LIMITS = {
 } as const;
 
 /**
- * Per-address limits on request volume (docs/security.md, "Limits on request volume"), on
- * @fastify/rate-limit with a store of our own (`countsStore`): counts come from the node's
- * counters (src/services/rate-limits/), which take time from the injected clock and, in a
- * cluster, sum the nodes' counts. Every request but /healthz and /metrics counts against
- * RATE_LIMIT_REQUESTS, from its first hook on, before its body is read or its token checked;
- * routes with `config.limit` count against their own limit too (after the body is parsed, since
- * customer creation counts only with client credentials), and event streams are admitted by
- * `openStream`. A refusal is 429 `rate_limit_exceeded` through the one error handler, with
- * Retry-After; every answer carries the IETF draft's RateLimit-Limit, -Remaining and -Reset of
- * the tightest limit the request counted against. A limit of 0 is off and costs nothing.
+ * Per-address limits on request volume (docs/security.md, "Limits on request volume"). Counts
+ * come from the node's counters (src/services/rate-limits/), which take time from the injected
+ * clock and, in a cluster, sum the nodes' counts; addresses are folded by @fastify/rate-limit's
+ * `normalizeIP`.
+ * - Every request but /healthz and /metrics counts against RATE_LIMIT_REQUESTS in a synchronous
+ *   `onRequest` hook, before its body is read or its token checked. Not through the library's
+ *   own hook: that one is an async function that awaits twice, and on this server a request
+ *   whose hook awaits costs about 9 µs more CPU (a quarter of an authenticated read) where this
+ *   hook costs none we could measure (docs/benchmarks.md, "Measurements behind design choices").
+ * - Routes with `config.limit` count against their own limit too, through the library's
+ *   `createRateLimit` over a store of our own (`countsStore`) on the same counters, after the body
+ *   is parsed (customer creation counts only with client credentials). These are token requests
+ *   and stream opens, dear anyway.
+ * - Event streams are admitted by `openStream` (RATE_LIMIT_OPEN_STREAMS).
+ * A refusal is 429 `rate_limit_exceeded` through the one error handler, with Retry-After; every
+ * answer carries the IETF draft's RateLimit-Limit, -Remaining and -Reset (the names the library
+ * uses with `enableDraftSpec`) of the tightest limit the request counted against. A limit of 0 is
+ * off and costs nothing.
  */
 export async function requestLimits(app: FastifyInstance, deps: {
   limits: RateLimits;
@@ -63,8 +71,12 @@ export async function requestLimits(app: FastifyInstance, deps: {
   const { limits, settings, metrics } = deps;
   const windowMs = settings.rateLimitWindowSeconds * 1000;
   // The library's own folding: an IPv4-mapped IPv6 address is its IPv4 address, and IPv6
-  // addresses count per /64 (one subscriber's usual allocation).
-  const addressOf = (req: FastifyRequest) => normalizeIP(req.ip);
+  // addresses count per /64 (one subscriber's usual allocation). An IPv4 address (no colon) is
+  // already in its folded form.
+  const addressOf = (req: FastifyRequest) => {
+    const ip = req.ip;
+    return ip.includes(':') ? normalizeIP(ip) : ip;
+  };
 
   function refused(limit: keyof typeof LIMITS, req: FastifyRequest, max: number, ttlMs: number, per: string): DomainError {
     const { label, what } = LIMITS[limit];
@@ -75,37 +87,40 @@ export async function requestLimits(app: FastifyInstance, deps: {
       req.log.warn({ limit: label, address, max }, `client address over its limit of ${what}: refused until the window ends`);
     }
     const seconds = Math.max(1, Math.ceil(ttlMs / 1000));
-    return new DomainError('rate_limit_exceeded', `Too many ${what} from this address (at most ${max} ${per}); retry in ${seconds} s`, { retryAfterSeconds: seconds });
+    return withoutStack(() => new DomainError('rate_limit_exceeded', `Too many ${what} from this address (at most ${max} ${per}); retry in ${seconds} s`, { retryAfterSeconds: seconds }));
   }
   const perWindow = `every ${settings.rateLimitWindowSeconds} s`;
 
-  const windowed = settings.rateLimitRequests > 0 || settings.rateLimitEventStreams > 0 || settings.rateLimitTokens > 0;
-  if (windowed) {
-    await app.register(rateLimit, {
-      // Applied by the hook below rather than route by route: unmatched paths count too.
-      global: false,
-      enableDraftSpec: true,
-      store: countsStore(limits.requests),
-      max: settings.rateLimitRequests,
-      timeWindow: windowMs,
-      keyGenerator: (req) => limitKey('requests', addressOf(req)),
-      errorResponseBuilder: (req, context) => refused('requests', req, context.max, context.ttl, perWindow),
+  if (settings.rateLimitRequests > 0) {
+    const max = settings.rateLimitRequests;
+    // An app-wide hook, so that paths no route serves count too.
+    app.addHook('onRequest', function limitAllRequests(req, reply, done) {
+      if (UNLIMITED.has(req.routeOptions.url ?? '')) {
+        done();
+        return;
+      }
+      const tally = limits.requests.add(limitKey('requests', addressOf(req)), windowMs, max);
+      const resetSeconds = Math.ceil(tally.resetMs / 1000);
+      rateLimitHeaders(reply, max, Math.max(0, max - tally.count), resetSeconds);
+      done(tally.count > max ? refused('requests', req, max, tally.resetMs, perWindow) : undefined);
     });
   }
 
-  if (settings.rateLimitRequests > 0) {
-    const limitRequests = app.rateLimit();
-    app.addHook('onRequest', async function limitAllRequests(req, reply) {
-      if (UNLIMITED.has(req.routeOptions.url ?? '')) return;
-      await limitRequests.call(app, req, reply);
+  if (settings.rateLimitEventStreams > 0 || settings.rateLimitTokens > 0) {
+    await app.register(rateLimit, {
+      // Only `createRateLimit` below: no hook of the library's own.
+      global: false,
+      enableDraftSpec: true,
+      store: countsStore(limits.requests),
+      timeWindow: windowMs,
     });
   }
 
   const routeLimits: Partial<Record<RouteLimit, preValidationHookHandler>> = {};
   for (const [limit, max] of [['tokens', settings.rateLimitTokens], ['eventStreams', settings.rateLimitEventStreams]] as const) {
     if (max === 0) continue;
-    // A second limit of the same plugin: its route hooks would skip a request the first one
-    // counted (`rateLimitRan`), so this one is called by our own hook.
+    // Called by our own hook: a route hook of the plugin skips a request on which another of its
+    // hooks ran (`rateLimitRan`), and a route may count against two limits.
     const count = app.createRateLimit({ max, timeWindow: windowMs, keyGenerator: (req) => limitKey(limit satisfies WindowLimit, addressOf(req)) });
     routeLimits[limit] = async function limitRoute(req, reply) {
       const tally = await count(req);
@@ -144,6 +159,20 @@ export async function requestLimits(app: FastifyInstance, deps: {
       throw refused('openStreams', req, max, OPEN_STREAMS_RETRY_SECONDS * 1000, 'at once');
     },
   };
+}
+
+/**
+ * Makes an error without capturing a stack trace. A refusal's stack says nothing (it is always
+ * this file), and under a flood capturing it was an eighth of the server's time per refusal.
+ */
+function withoutStack<T>(make: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
 
 /** The IETF draft's headers (draft-ietf-httpapi-ratelimit-headers), as the library names them with `enableDraftSpec`. */

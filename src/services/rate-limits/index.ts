@@ -14,8 +14,12 @@ export type { Tally } from './windows.js';
 /** The limits counted in windows. */
 export type WindowLimit = 'requests' | 'eventStreams' | 'tokens';
 
-/** The key under which a limit counts an address. */
-export const limitKey = (limit: WindowLimit, address: string): string => `${limit} ${address}`;
+/**
+ * The key under which a limit counts an address: the address alone for the limit on all
+ * requests (no string to make on every request), the limit's name before it for the others (an
+ * address has no space).
+ */
+export const limitKey = (limit: WindowLimit, address: string): string => (limit === 'requests' ? address : `${limit} ${address}`);
 
 /** At most this many keys per window: under a spray of addresses, memory stays bounded (about 10 MB). */
 export const MAX_KEYS = 100_000;

@@ -18,7 +18,7 @@ export interface Tally {
 }
 
 class Window {
-  readonly counts = new Map<string, number>();
+  readonly counts = new Map<string, { n: number }>();
   /** Keys whose refusal this node has already reported in this window (one log line each). */
   readonly reported = new Set<string>();
   constructor(readonly index: number) {}
@@ -58,7 +58,7 @@ export class WindowCounts {
   read(key: string, windowMs: number): Tally {
     const now = this.clock.nowMs();
     const w = this.window(windowMs, now);
-    return { count: w.counts.get(key) ?? 0, resetMs: (w.index + 1) * windowMs - now, window: w.index };
+    return { count: w.counts.get(key)?.n ?? 0, resetMs: (w.index + 1) * windowMs - now, window: w.index };
   }
 
   /**
@@ -85,17 +85,22 @@ export class WindowCounts {
   }
 }
 
-/** Adds to a key's count and makes it the most recent; drops the least recent key past `max`. */
-function bump(counts: Map<string, number>, key: string, n: number, max: number): number {
-  const before = counts.get(key);
-  let count: number;
-  if (before === undefined) {
+/**
+ * Adds to a key's count. Past `max` keys the least recently counted goes: keys are moved to the
+ * end of the map as they count, once it is half full (before that nothing is dropped, and moving
+ * a key costs two more hash operations on every request).
+ */
+function bump(counts: Map<string, { n: number }>, key: string, n: number, max: number): number {
+  const entry = counts.get(key);
+  if (entry === undefined) {
     if (counts.size >= max) counts.delete(counts.keys().next().value as string);
-    count = n;
-  } else {
-    counts.delete(key);
-    count = before + n;
+    counts.set(key, { n });
+    return n;
   }
-  counts.set(key, count);
-  return count;
+  entry.n += n;
+  if (counts.size > max / 2) {
+    counts.delete(key);
+    counts.set(key, entry);
+  }
+  return entry.n;
 }
