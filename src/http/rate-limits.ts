@@ -51,8 +51,9 @@ const LIMITS = {
  * - Every request but /healthz and /metrics counts against RATE_LIMIT_REQUESTS in a synchronous
  *   `onRequest` hook, before its body is read or its token checked. Not through the library's
  *   own hook: that one is an async function that awaits twice, and on this server a request
- *   whose hook awaits costs about 9 µs more CPU (a quarter of an authenticated read) where this
- *   hook costs none we could measure (docs/benchmarks.md, "Measurements behind design choices").
+ *   whose hook awaits costs about 9 µs more CPU (a quarter of an authenticated read), where this
+ *   hook costs a few µs at most, less than a shared machine's load moves a run (docs/benchmarks.md,
+ *   "Measurements behind design choices").
  * - Routes with `config.limit` count against their own limit too, through the library's
  *   `createRateLimit` over a store of our own (`countsStore`) on the same counters, after the body
  *   is parsed (customer creation counts only with client credentials). These are token requests
