@@ -143,6 +143,15 @@ export async function accepting(port: number): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Skyport, as an operator starts it.
 
+/**
+ * The per-address limits off (docs/security.md, "Limits on request volume"): a benchmark's load
+ * comes from one address and would be refused after 100 tokens or 10,000 requests. Every server a
+ * benchmark starts runs with them off, unless it measures them (`npm run bench`'s flood).
+ */
+export const LIMITS_OFF: Readonly<Record<string, string>> = {
+  RATE_LIMIT_REQUESTS: '0', RATE_LIMIT_EVENT_STREAMS: '0', RATE_LIMIT_OPEN_STREAMS: '0', RATE_LIMIT_TOKENS: '0',
+};
+
 /** The settings of this process's environment are not passed on: the servers run on defaults. */
 export function cleanEnv(): Record<string, string> {
   const env: Record<string, string> = {};
@@ -209,7 +218,8 @@ export interface Skyport { name: string; url: string; mqttHost: string; mqttPort
 
 /**
  * `node --import tsx src/cli/run.ts server start --port P --mqtt-port M --host 127.0.0.1` with
- * LOG_LEVEL=warn, a temporary DATA_DIR, and every other setting at its default.
+ * LOG_LEVEL=warn, a temporary DATA_DIR, the per-address limits off (LIMITS_OFF), and every other
+ * setting at its default.
  * `openFiles` starts it through `sh -c 'ulimit -n N; exec node …'`; `nodeArgs` adds Node flags
  * (also BENCH_SERVER_NODE_ARGS, e.g. --cpu-prof). `reuse` starts it again on the data of an earlier one.
  * `build` (from buildSkyport, or ROOT for the work tree's own dist/) runs the compiled server
@@ -217,7 +227,7 @@ export interface Skyport { name: string; url: string; mqttHost: string; mqttPort
  * a cluster share one); `name` names it in messages.
  */
 export async function startSkyport(store: Store, opts: { adminUrl?: string; openFiles?: number; nodeArgs?: string[]; env?: Record<string, string>; reuse?: Skyport; build?: string; databaseUrl?: string; name?: string } = {}): Promise<Skyport> {
-  const env: Record<string, string> = { ...cleanEnv(), LOG_LEVEL: 'warn', ...opts.env };
+  const env: Record<string, string> = { ...cleanEnv(), LOG_LEVEL: 'warn', ...LIMITS_OFF, ...opts.env };
   let dataDir = opts.reuse?.dataDir;
   if (!dataDir) {
     const dir = mkdtempSync(join(tmpdir(), 'skyport-bench-'));

@@ -1,7 +1,7 @@
 // Shared pieces of the benchmarks: free ports, child processes, autocannon runs, the baseline.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
-import { freePort } from './harness.js';
+import { freePort, LIMITS_OFF } from './harness.js';
 
 // The API client and free ports are the harness's (bench/harness.ts).
 export { api, freePort } from './harness.js';
@@ -31,7 +31,7 @@ export async function startBare(): Promise<string> {
   return `http://127.0.0.1:${port}/`;
 }
 
-/** Skyport from the compiled build (npm run build), in its own process. */
+/** Skyport from the compiled build (npm run build), in its own process, with the per-address limits off. */
 export async function startSkyport(env: Record<string, string>): Promise<{ url: string; mqttUrl: string; pid: number; stop(): Promise<void> }> {
   const port = await freePort();
   // 1883 is usually taken on a machine that runs a broker: the gateway gets a free port too.
@@ -39,7 +39,7 @@ export async function startSkyport(env: Record<string, string>): Promise<{ url: 
   // BENCH_SERVER_NODE_ARGS adds Node flags to the server only (e.g. --cpu-prof to profile it).
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, 'bin/skyport.js', 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, LOG_LEVEL: 'warn', ...LIMITS_OFF, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(child);

@@ -36,6 +36,7 @@ import { createAccountService } from './services/accounts.service.js';
 import { createAuditService } from './services/audit.service.js';
 import { createClientService } from './services/clients.service.js';
 import { createFailureLimiter } from './services/failure-limits.js';
+import { createRateLimits, type RateLimits } from './services/rate-limits/index.js';
 import { createMfaService } from './services/mfa.service.js';
 import { createOAuthService } from './services/oauth.service.js';
 import { createTokenService } from './services/tokens.service.js';
@@ -116,6 +117,8 @@ export interface Skyport {
   readonly services: ReturnType<typeof wireServices>;
   readonly bus: Bus;
   readonly gateway: Gateway;
+  /** The per-address limits' counters (docs/security.md, "Limits on request volume"). */
+  readonly rateLimits: RateLimits;
   /** Opens the HTTP API and the device gateway on the ports of the settings (or the overrides). */
   listen(overrides?: Partial<Pick<Settings, 'host' | 'port' | 'mqttPort' | 'mqttWsPort'>>): Promise<ListenAddresses>;
   close(): Promise<void>;
@@ -226,12 +229,15 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     send: (id, command, timeoutMs) => (held.gateway ? held.gateway.command(id, command, timeoutMs) : Promise.reject(new DomainError('device_offline', 'The device is not connected to this node'))),
   };
   const services = wireServices(settings, db, store, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here);
+  // Per-address limits count across the nodes of a cluster; on one node, in this process alone.
+  const rateLimits = createRateLimits({ clock, bus, shared: Boolean(settings.natsUrl || options.bus), leaseSeconds: settings.nodeLeaseSeconds });
   // What the device gateway listens on, once it does; before that, what the settings ask for.
   const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);
   let gatewayPorts: GatewayPorts = { mqttPort: settings.mqttPort, wsPort: settings.mqttWsPort, tls: tlsOn };
   const app = await buildHttpApp({
     settings,
     metrics,
+    rateLimits,
     gatewayPorts: () => gatewayPorts,
     ...services,
     version: VERSION,
@@ -289,6 +295,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     services,
     bus,
     gateway,
+    rateLimits,
     async listen(overrides = {}) {
       const host = overrides.host ?? settings.host;
       // One node holds every connection, so whatever the store says, no device is online yet.
@@ -335,6 +342,8 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       // Its devices are stored offline: the lease goes, and another node leads.
       await duties?.close();
       await app.close();
+      // After the streams ended: the other nodes stop counting this node's at once.
+      rateLimits.close();
       caches.close();
       store.close();
       await bus.close();

@@ -101,7 +101,7 @@ test('an unknown username locks out like a known one, so the answers do not tell
 });
 
 test('a source address is limited to IP_MAX_FAILURES failures, spread over any usernames, within the window', async () => {
-  const { server, clock } = await start({ IP_MAX_FAILURES: '5', IP_FAILURE_WINDOW_SECONDS: '300', TRUST_PROXY: 'on' });
+  const { server, clock } = await start({ IP_MAX_FAILURES: '5', IP_FAILURE_WINDOW_SECONDS: '300', TRUST_PROXY: 'loopback' });
   const users = [await signUp(server), await signUp(server), await signUp(server)];
   const attacker = '203.0.113.7';
   const bystander = '198.51.100.2';
@@ -122,7 +122,7 @@ test('a source address is limited to IP_MAX_FAILURES failures, spread over any u
 });
 
 test('failed client authentications count towards the address limit too', async () => {
-  const { server } = await start({ IP_MAX_FAILURES: '3', TRUST_PROXY: 'on' });
+  const { server } = await start({ IP_MAX_FAILURES: '3', TRUST_PROXY: 'loopback' });
   const username = await signUp(server);
   const from = '203.0.113.9';
   for (let i = 0; i < 3; i++) {
@@ -133,7 +133,7 @@ test('failed client authentications count towards the address limit too', async 
 });
 
 test('a client is locked for an address after LOGIN_MAX_FAILURES wrong secrets from it, even for the right one, until the lock-out passes', async () => {
-  const { server, clock } = await start({ LOGIN_MAX_FAILURES: '3', LOGIN_LOCKOUT_SECONDS: '60', TRUST_PROXY: 'on' });
+  const { server, clock } = await start({ LOGIN_MAX_FAILURES: '3', LOGIN_LOCKOUT_SECONDS: '60', TRUST_PROXY: 'loopback' });
   const username = await signUp(server);
   const token = (await login(server, username, PASSWORD)).json.access_token as string;
   const made = await raw(`${server.url}/v1/clients`, { method: 'POST', token, json: { name: 'server app' } });
@@ -160,7 +160,7 @@ test('a client is locked for an address after LOGIN_MAX_FAILURES wrong secrets f
 });
 
 test('wrong secrets for a public client (published secret) lock that address only, not every user of the client', async () => {
-  const { server, clock } = await start({ LOGIN_MAX_FAILURES: '3', LOGIN_LOCKOUT_SECONDS: '60', TRUST_PROXY: 'on' });
+  const { server, clock } = await start({ LOGIN_MAX_FAILURES: '3', LOGIN_LOCKOUT_SECONDS: '60', TRUST_PROXY: 'loopback' });
   const username = await signUp(server);
   const attacker = '203.0.113.10';
   for (let i = 0; i < 3; i++) {

@@ -84,13 +84,13 @@ test('client credentials, refresh, introspection and revocation through the disc
   assert.equal(((await refused.response.json()) as { error: string }).error, 'invalid_client');
 });
 
-test('the issuer follows the request: its Host, and X-Forwarded-Proto and -Host only with TRUST_PROXY=on', async () => {
+test('the issuer follows the request: its Host, and X-Forwarded-Proto and -Host only from a proxy TRUST_PROXY names', async () => {
   const direct = await raw(`${server.url}${METADATA}`, { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.com' } });
   assert.equal(direct.status, 200, direct.text);
   assert.equal(direct.json.issuer, server.url, 'forwarded headers are ignored without TRUST_PROXY');
   assert.match(direct.headers.get('vary') ?? '', /Host/);
 
-  const proxied = await startTestServer({ env: { TRUST_PROXY: 'on' } });
+  const proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback' } });
   try {
     const r = await raw(`${proxied.url}${METADATA}`, { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.com' } });
     assert.equal(r.json.issuer, 'https://api.example.com');
@@ -106,7 +106,7 @@ test('the issuer follows the request: its Host, and X-Forwarded-Proto and -Host 
 });
 
 test('PUBLIC_URL fixes the issuer whatever the request says, and is an origin', async () => {
-  const fixed = await startTestServer({ env: { PUBLIC_URL: 'https://Skyport.example.com/', TRUST_PROXY: 'on' } });
+  const fixed = await startTestServer({ env: { PUBLIC_URL: 'https://Skyport.example.com/', TRUST_PROXY: 'loopback' } });
   try {
     const r = await raw(`${fixed.url}${METADATA}`, { headers: { 'x-forwarded-host': 'other.example.com' } });
     assert.equal(r.json.issuer, 'https://skyport.example.com');

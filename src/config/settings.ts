@@ -1,3 +1,5 @@
+import { proxyEntry } from '../platform/proxies.js';
+
 /**
  * Settings: one table, read once at start from the environment and command-line flags (flags
  * win), validated, frozen and passed down. docs/configuration.md is generated from this table
@@ -13,7 +15,8 @@ export interface Settings {
   readonly databaseQueryTimeoutSeconds: number;
   readonly signup: boolean;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-  readonly trustProxy: boolean;
+  /** The reverse proxies believed in X-Forwarded-For (addresses, CIDR ranges, `loopback`); empty: none. */
+  readonly trustProxy: readonly string[];
   readonly publicUrl: string | undefined;
   readonly tokenLifetimeSeconds: number;
   readonly refreshTokenLifetimeSeconds: number;
@@ -37,6 +40,11 @@ export interface Settings {
   readonly role: 'all' | 'api' | 'gateway';
   readonly nodeId: string | undefined;
   readonly nodeLeaseSeconds: number;
+  readonly rateLimitRequests: number;
+  readonly rateLimitEventStreams: number;
+  readonly rateLimitOpenStreams: number;
+  readonly rateLimitTokens: number;
+  readonly rateLimitWindowSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -105,6 +113,25 @@ function origins(raw: string, name: string): readonly string[] {
   return Object.freeze([...new Set(list.map((o) => origin(o, name)))]);
 }
 
+/**
+ * TRUST_PROXY: the proxies named one by one, or off. `on` (believe whoever sends the header) is
+ * refused: with per-address limits, a client would choose the address it is counted under.
+ */
+function proxies(raw: string, name: string): readonly string[] {
+  const v = raw.trim().toLowerCase();
+  if (['off', 'false', '0', 'no', ''].includes(v)) return Object.freeze([]);
+  if (['on', 'true', '1', 'yes'].includes(v)) {
+    throw new SettingsError(`${name}=${raw.trim()} (believe any sender's X-Forwarded-For) is refused: clients could choose the address their requests are counted under; name your proxies instead, such as ${name}=10.0.0.5,10.0.1.0/24 (or loopback for a proxy on this machine)`);
+  }
+  const list = v.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = list.map((e) => {
+    const entry = proxyEntry(e);
+    if (entry === null) throw new SettingsError(`${name} must name proxies by address or CIDR range, separated by commas (such as 10.0.0.5,10.0.1.0/24), or loopback, or be off; "${e}" is none of these`);
+    return entry;
+  });
+  return Object.freeze([...new Set(entries)]);
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
@@ -144,10 +171,14 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
       return v as Settings['logLevel'];
     },
   },
-  { key: 'trustProxy', env: 'TRUST_PROXY', flag: '--trust-proxy', default: 'off', doc: 'Take the client address from X-Forwarded-For (on only behind a reverse proxy you run).', parse: onOff },
+  {
+    key: 'trustProxy', env: 'TRUST_PROXY', flag: '--trust-proxy', default: 'off',
+    doc: 'The reverse proxies you run in front of Skyport, whose X-Forwarded-For (and X-Forwarded-Proto and -Host) are believed: addresses and CIDR ranges separated by commas, such as 10.0.0.5,10.0.1.0/24, or loopback for a proxy on the same machine. A request\'s address (what per-address limits count, and the audit log records) is then the right-most address of X-Forwarded-For that is not one of them; the same rule applies to MQTT over WebSocket. off: the connection\'s own address. on (any sender) is refused (docs/operations.md, "Behind a reverse proxy").',
+    parse: proxies,
+  },
   {
     key: 'publicUrl', env: 'PUBLIC_URL', flag: '--public-url', default: undefined,
-    doc: 'The URL clients reach the REST API at, an origin such as https://skyport.example.com: the `issuer` of the OAuth server metadata (GET /.well-known/oauth-authorization-server) and the base of the endpoints it names. Unset: each request\'s own scheme and Host (with TRUST_PROXY=on, X-Forwarded-Proto and X-Forwarded-Host). Set it behind a proxy that does not pass those on.',
+    doc: 'The URL clients reach the REST API at, an origin such as https://skyport.example.com: the `issuer` of the OAuth server metadata (GET /.well-known/oauth-authorization-server) and the base of the endpoints it names. Unset: each request\'s own scheme and Host (through a proxy named in TRUST_PROXY, X-Forwarded-Proto and X-Forwarded-Host). Set it behind a proxy that does not pass those on.',
     parse: origin,
   },
   { key: 'tokenLifetimeSeconds', env: 'TOKEN_LIFETIME_SECONDS', flag: '--token-lifetime-seconds', default: '7776000', doc: 'Lifetime of an access token when the request names none (90 days).', parse: integer(1, 10 * 365 * 86400) },
@@ -207,6 +238,31 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     },
   },
   { key: 'nodeLeaseSeconds', env: 'NODE_LEASE_SECONDS', flag: '--node-lease-seconds', default: '15', doc: 'Cluster mode: a node that stops renewing its lease for this long is taken for dead, and its devices are marked offline (docs/operations.md, "Cluster mode").', parse: integer(3, 300) },
+  {
+    key: 'rateLimitRequests', env: 'RATE_LIMIT_REQUESTS', flag: '--rate-limit-requests', default: '10000',
+    doc: 'Requests to the REST API one client address may make per RATE_LIMIT_WINDOW_SECONDS (Particle\'s limit); over it, 429 rate_limit_exceeded until the window ends. GET /healthz and GET /metrics are not counted. 0 turns the limit off (docs/security.md, "Limits on request volume").',
+    parse: integer(0, 1_000_000_000),
+  },
+  {
+    key: 'rateLimitEventStreams', env: 'RATE_LIMIT_EVENT_STREAMS', flag: '--rate-limit-event-streams', default: '100',
+    doc: 'Event streams (GET …/events) one client address may open per RATE_LIMIT_WINDOW_SECONDS. 0 turns the limit off.',
+    parse: integer(0, 1_000_000_000),
+  },
+  {
+    key: 'rateLimitOpenStreams', env: 'RATE_LIMIT_OPEN_STREAMS', flag: '--rate-limit-open-streams', default: '100',
+    doc: 'Event streams one client address may hold open at once, on all nodes of a cluster together. 0 turns the limit off.',
+    parse: integer(0, 1_000_000_000),
+  },
+  {
+    key: 'rateLimitTokens', env: 'RATE_LIMIT_TOKENS', flag: '--rate-limit-tokens', default: '100',
+    doc: 'Token requests (POST /oauth/token, every grant, and customer creation with client credentials) one client address may make per RATE_LIMIT_WINDOW_SECONDS. 0 turns the limit off.',
+    parse: integer(0, 1_000_000_000),
+  },
+  {
+    key: 'rateLimitWindowSeconds', env: 'RATE_LIMIT_WINDOW_SECONDS', flag: '--rate-limit-window-seconds', default: '300',
+    doc: 'The window of RATE_LIMIT_REQUESTS, RATE_LIMIT_EVENT_STREAMS and RATE_LIMIT_TOKENS (5 minutes). Windows are aligned to the clock (they start at multiples of it since 1970), the same on every node.',
+    parse: integer(1, 86400),
+  },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];
 

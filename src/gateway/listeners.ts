@@ -4,13 +4,15 @@ import { createServer as createTlsServer } from 'node:tls';
 import { createServer as createHttpServer } from 'node:http';
 import { WebSocketServer, createWebSocketStream } from 'ws';
 import type { Gateway } from './gateway.js';
+import { clientAddress, proxyTrust, unmapped } from '../platform/proxies.js';
 
 export interface GatewayListenOptions {
   host: string;
   port: number;
   tls?: { certFile: string; keyFile: string } | undefined;
   wsPort?: number | undefined;
-  trustProxy: boolean;
+  /** TRUST_PROXY: the proxies whose X-Forwarded-For names a WebSocket client's address. */
+  trustProxy: readonly string[];
 }
 
 export class GatewayPortInUseError extends Error {
@@ -31,7 +33,7 @@ function listen(server: Server | ReturnType<typeof createHttpServer>, port: numb
   });
 }
 
-const peer = (address: string | undefined) => (address ?? 'unknown').replace(/^::ffff:/, '');
+const peer = (address: string | undefined) => unmapped(address ?? 'unknown');
 
 /**
  * The transports of the device gateway (docs/device-protocol.md, "Connecting"): MQTT over TCP,
@@ -55,9 +57,11 @@ export async function listenGateway(gateway: Gateway, options: GatewayListenOpti
       res.writeHead(426, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error: 'upgrade_required', error_description: 'Connect with MQTT over WebSocket on /mqtt' }));
     });
     const wss = new WebSocketServer({ server: http, path: '/mqtt', maxPayload: 64 * 1024, handleProtocols: (protocols) => (protocols.has('mqtt') ? 'mqtt' : false) });
+    // The device's address, which its connect failures count under, by the HTTP API's rule: the
+    // right-most address of X-Forwarded-For not of a proxy TRUST_PROXY names (platform/proxies.ts).
+    const trusted = proxyTrust(options.trustProxy);
     wss.on('connection', (ws, req) => {
-      const forwarded = options.trustProxy ? String(req.headers['x-forwarded-for'] ?? '').split(',')[0]?.trim() : '';
-      gateway.accept(createWebSocketStream(ws), forwarded || peer(req.socket.remoteAddress));
+      gateway.accept(createWebSocketStream(ws), clientAddress(peer(req.socket.remoteAddress), req.headers['x-forwarded-for'], trusted));
     });
     try {
       wsPort = await listen(http, options.wsPort, options.host, 'MQTT_WS_PORT');

@@ -27,11 +27,14 @@ import { productScope } from './product-scope.js';
 import { frameworkError, installErrorHandling, requestIdOf, routeNotFound, sendError, stampRequestId } from './error-handler.js';
 import { allowListedOrigins } from './cors.js';
 import { metricsRoutes } from './metrics.js';
+import { requestLimits } from './rate-limits.js';
+import type { RateLimits } from '../services/rate-limits/index.js';
 import type { Metrics } from '../platform/metrics.js';
 import { consoleBuilt, consolePages } from './console.js';
 import { noSniff } from './security-headers.js';
 import { lazyChildLogger, loggerOptions } from './logging.js';
 import { ErrorBody } from './schemas.js';
+import { proxyTrust } from '../platform/proxies.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
 import { clientRoutes, productClientRoutes } from './routes/clients.routes.js';
 import { healthRoutes, type HealthDeps } from './routes/health.routes.js';
@@ -60,6 +63,8 @@ export interface HttpDeps {
   /** What GET /healthz checks and reports. */
   health: HealthDeps;
   metrics: Metrics;
+  /** The node's counters of per-address limits (docs/security.md, "Limits on request volume"). */
+  rateLimits: RateLimits;
   /** The device gateway's ports (known once it listens), for GET /v1/device_gateway. */
   gatewayPorts(): GatewayPorts;
   /** A pino logger options object, or false (tests). */
@@ -72,7 +77,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: deps.logger ?? loggerOptions(deps.settings),
     bodyLimit: deps.settings.bodyLimitBytes,
-    trustProxy: deps.settings.trustProxy,
+    trustProxy: trustedProxies(deps.settings.trustProxy),
     // requestIdOf reads a caller's x-request-id itself, keeping it only when it is sane.
     requestIdHeader: false,
     genReqId: requestIdOf,
@@ -135,6 +140,8 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     }
   });
 
+  // Before any route: every request counts against the per-address limits (rate-limits.ts).
+  const limits = await requestLimits(app, { limits: deps.rateLimits, settings: deps.settings, metrics: deps.metrics });
   metricsRoutes(app, deps.metrics, deps.settings);
   const guard = createGuard(deps.tokens);
   healthRoutes(app, deps.health);
@@ -151,7 +158,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   productRoutes(app, { products: deps.products, guard });
   deviceRoutes(app, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, products: deps.products, guard });
   deviceCallRoutes(app, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, guard });
-  const streams = eventStreams(app, deps.events, deps.settings.eventsKeepaliveSeconds);
+  const streams = eventStreams(app, deps.events, deps.settings.eventsKeepaliveSeconds, limits.openStream);
   eventRoutes(app, { events: deps.events, devices: deps.devices.access, streams, guard });
   // Everything under /v1/products/:productIdOrSlug: the product is resolved once per request.
   productScope(app, deps.products, (scope) => {
@@ -168,6 +175,12 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   if (withConsole) await consolePages(app);
   await app.ready();
   return app;
+}
+
+/** Fastify's `trustProxy`: the proxies TRUST_PROXY names, by the rule the device gateway applies too (platform/proxies.ts). */
+function trustedProxies(entries: readonly string[]): FastifyServerOptions['trustProxy'] {
+  const trusted = proxyTrust(entries);
+  return trusted === null ? false : (address: string) => trusted(address);
 }
 
 function notServedHere(req: FastifyRequest, reply: FastifyReply): FastifyReply {

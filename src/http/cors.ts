@@ -19,7 +19,7 @@ export async function allowListedOrigins(app: FastifyInstance, origins: readonly
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'Accept', 'X-Request-Id'],
-    exposedHeaders: ['X-Request-Id', 'WWW-Authenticate', 'Retry-After'],
+    exposedHeaders: ['X-Request-Id', 'WWW-Authenticate', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
     maxAge: 600,
     strictPreflight: true,
   });

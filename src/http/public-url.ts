@@ -3,8 +3,8 @@ import { DomainError } from '../domain/errors.js';
 
 /**
  * The origin clients reach this server at: PUBLIC_URL when it is set, or else the request's own
- * scheme and Host, which Fastify reads from X-Forwarded-Proto and X-Forwarded-Host when
- * TRUST_PROXY is on (docs/configuration.md). An OAuth client compares the issuer it is told with
+ * scheme and Host, which Fastify reads from X-Forwarded-Proto and X-Forwarded-Host when the
+ * request comes through a proxy TRUST_PROXY names (docs/configuration.md). An OAuth client compares the issuer it is told with
  * the URL it used (RFC 8414 §3.3), so behind a TLS proxy that forwards neither, PUBLIC_URL is
  * what makes the two match.
  */

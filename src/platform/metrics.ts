@@ -15,6 +15,7 @@ export interface Metrics {
   readonly configDeliveries: Counter<'outcome'>;
   readonly busRequests: Histogram<'kind' | 'outcome'>;
   readonly storageUnavailable: Counter;
+  readonly rateLimited: Counter<'limit'>;
 }
 
 export function createMetrics(sources: { devicesConnected: () => number; configDeliveriesInProgress: () => number; storageUp: () => boolean }, options: { processMetrics: boolean }): Metrics {
@@ -53,6 +54,10 @@ export function createMetrics(sources: { devicesConnected: () => number; configD
     busRequests: new Histogram({
       name: 'skyport_bus_requests_seconds', help: 'Requests from this node to the node holding a device over the cluster bus, by command kind and outcome (ok, or the error code), and their time.',
       labelNames: ['kind', 'outcome'], registers: [registry], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30],
+    }),
+    rateLimited: new Counter({
+      name: 'skyport_rate_limited_total', help: 'Requests this node refused with 429 because their client address was over a limit: requests, event_streams, open_streams or tokens.',
+      labelNames: ['limit'], registers: [registry],
     }),
     tokensIssued: new Counter({ name: 'skyport_tokens_issued_total', help: 'Access tokens issued by the token endpoint, by grant type.', labelNames: ['grant'], registers: [registry] }),
   };

@@ -18,7 +18,7 @@ let a: TestServer;
 let b: TestServer;
 const MAX = 4;
 before(async () => {
-  cluster = await startCluster(['all', 'all'], { env: { LOGIN_MAX_FAILURES: String(MAX), LOGIN_LOCKOUT_SECONDS: '60', IP_MAX_FAILURES: '8', TRUST_PROXY: 'on' } });
+  cluster = await startCluster(['all', 'all'], { env: { LOGIN_MAX_FAILURES: String(MAX), LOGIN_LOCKOUT_SECONDS: '60', IP_MAX_FAILURES: '8', TRUST_PROXY: 'loopback' } });
   [a, b] = cluster.nodes as [TestServer, TestServer];
 });
 after(async () => { await cluster.close(); });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { freshStore, startTestServer, type TestServer, type TestServerOptions, type TestStore } from './server.js';
+import { freshStore, LIMITS_OFF, startTestServer, type TestServer, type TestServerOptions, type TestStore } from './server.js';
 import { freePort, startNats, type TestNats } from './nats.js';
 import { BIN } from './cli.js';
 import { eventually } from './eventually.js';
@@ -57,7 +57,7 @@ export interface NodeProcess {
 export async function startNodeProcess(env: Record<string, string>): Promise<NodeProcess> {
   const [port, mqttPort] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, [BIN, 'server', 'start'], {
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), MQTT_PORT: String(mqttPort), LOG_LEVEL: process.env.TEST_LOG ?? 'warn', ...env },
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), MQTT_PORT: String(mqttPort), LOG_LEVEL: process.env.TEST_LOG ?? 'warn', ...LIMITS_OFF, ...env },
     stdio: ['ignore', 'ignore', process.env.TEST_LOG ? 'inherit' : 'ignore'],
   });
   const url = `http://127.0.0.1:${port}`;

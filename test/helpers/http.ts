@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { Agent } from 'undici';
 
 /** Raw HTTP for the tests that send what no client library would. */
 export interface RawResponse {
@@ -14,6 +15,11 @@ export interface RawInit extends RequestInit {
   token?: string;
   /** Over a real socket even to a server of this process (a test about the network itself). */
   network?: boolean;
+  /**
+   * The client's address: inject's `remoteAddress` in process; over the network, the local
+   * address the socket binds to (a loopback address such as 127.0.0.2).
+   */
+  from?: string;
 }
 
 /**
@@ -45,8 +51,8 @@ export async function raw(url: string, init: RawInit = {}): Promise<RawResponse>
   const app = inProcess.get(target.origin);
   const method = (init.method ?? 'GET').toUpperCase();
   const response = app && !init.network && !(method === 'GET' && EVENT_STREAM.test(target.pathname))
-    ? await injected(app, target, new Request(url, { method, headers, body: body ?? null }))
-    : await overNetwork(url, { ...init, headers, body: body ?? null });
+    ? await injected(app, target, new Request(url, { method, headers, body: body ?? null }), init.from)
+    : await overNetwork(url, { ...init, headers, body: body ?? null, ...(init.from ? { dispatcher: fromAddress(init.from) } : {}) });
   let json: unknown;
   try {
     json = response.text === '' ? undefined : JSON.parse(response.text);
@@ -57,10 +63,10 @@ export async function raw(url: string, init: RawInit = {}): Promise<RawResponse>
 }
 
 /** The request as fetch would have sent it (its body encoded, its Host), handed to Fastify. */
-async function injected(app: FastifyInstance, target: URL, request: Request): Promise<Omit<RawResponse, 'json'>> {
+async function injected(app: FastifyInstance, target: URL, request: Request, from: string | undefined): Promise<Omit<RawResponse, 'json'>> {
   const headers: Record<string, string> = { host: target.host, ...Object.fromEntries(request.headers) };
   const payload = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
-  const res = await app.inject({ method: request.method as 'GET', url: target.pathname + target.search, headers, ...(payload ? { payload } : {}) });
+  const res = await app.inject({ method: request.method as 'GET', url: target.pathname + target.search, headers, ...(payload ? { payload } : {}), ...(from ? { remoteAddress: from } : {}) });
   const answered = new Headers();
   for (const [name, value] of Object.entries(res.headers)) {
     for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) answered.append(name, String(v));
@@ -75,6 +81,15 @@ async function overNetwork(url: string, init: RequestInit): Promise<Omit<RawResp
   const streaming = (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
   const text = streaming ? await firstChunk(res, controller) : await res.text();
   return { status: res.status, headers: res.headers, text };
+}
+
+const agents = new Map<string, Agent>();
+
+/** A dispatcher for fetch whose sockets bind to `address` (loopback addresses other than 127.0.0.1 need no set-up on Linux). */
+export function fromAddress(address: string): Agent {
+  let agent = agents.get(address);
+  if (!agent) agents.set(address, (agent = new Agent({ localAddress: address })));
+  return agent;
 }
 
 export function basic(id: string, secret: string): string {

@@ -74,9 +74,17 @@ export interface TestServerOptions {
   seams?: Seams;
 }
 
+/**
+ * Per-address limits are off in tests unless a test sets them: every request of a test comes
+ * from one address, and a suite makes far more than 100 tokens (test/rate-limits.test.ts tests them).
+ */
+export const LIMITS_OFF: Readonly<Record<string, string>> = {
+  RATE_LIMIT_REQUESTS: '0', RATE_LIMIT_EVENT_STREAMS: '0', RATE_LIMIT_OPEN_STREAMS: '0', RATE_LIMIT_TOKENS: '0',
+};
+
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const store = options.store ?? (await freshStore());
-  const settings = loadSettings({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: process.env.TEST_LOG ?? 'silent', SIGNUP: 'on', ...store.settings, ...options.env });
+  const settings = loadSettings({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: process.env.TEST_LOG ?? 'silent', SIGNUP: 'on', ...LIMITS_OFF, ...store.settings, ...options.env });
   const opened = await store.open();
   await migrate(opened);
   const db = options.wrapDb ? options.wrapDb(opened) : opened;

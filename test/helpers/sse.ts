@@ -1,3 +1,5 @@
+import { fromAddress } from './http.js';
+
 /** An event as an event stream sends it (docs/particle-compatibility.md#events). */
 export interface StreamedEvent { name: string; data: string | null; coreid: string; published_at: string }
 
@@ -10,10 +12,11 @@ export interface EventStream {
 /**
  * Opens an event stream (GET …/events) over the network and records its events; resolves once
  * the server has sent its opening comment, so that what is published afterwards is seen.
+ * `from`: the local (loopback) address the connection comes from.
  */
-export async function openEventStream(url: string, token: string): Promise<EventStream> {
+export async function openEventStream(url: string, token: string, options: { from?: string } = {}): Promise<EventStream> {
   const controller = new AbortController();
-  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
+  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal, ...(options.from ? { dispatcher: fromAddress(options.from) } : {}) } as RequestInit);
   if (res.status !== 200 || !res.body) throw new Error(`event stream ${url}: ${res.status} ${await res.text()}`);
   const events: StreamedEvent[] = [];
   const reader = res.body.getReader();

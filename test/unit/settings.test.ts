@@ -11,7 +11,12 @@ test('defaults', () => {
   assert.equal(s.databaseUrl, undefined);
   assert.equal(s.signup, true);
   assert.equal(s.logLevel, 'info');
-  assert.equal(s.trustProxy, false);
+  assert.deepEqual(s.trustProxy, [], 'no proxy is believed unless named');
+  assert.equal(s.rateLimitRequests, 10000, "Particle's limits by default");
+  assert.equal(s.rateLimitEventStreams, 100);
+  assert.equal(s.rateLimitOpenStreams, 100);
+  assert.equal(s.rateLimitTokens, 100);
+  assert.equal(s.rateLimitWindowSeconds, 300);
   assert.equal(s.tokenLifetimeSeconds, 7776000);
   assert.equal(s.refreshTokenLifetimeSeconds, 1209600);
   assert.equal(s.loginMaxFailures, 10);
@@ -30,7 +35,7 @@ test('defaults', () => {
 test('values from the environment', () => {
   const s = loadSettings({
     HOST: '127.0.0.1', PORT: '9000', MQTT_PORT: '0', DATA_DIR: '/var/lib/skyport', DATABASE_URL: 'postgres://u@h/db',
-    SIGNUP: 'off', LOG_LEVEL: 'WARN', TRUST_PROXY: 'yes', TOKEN_LIFETIME_SECONDS: '3600', LOGIN_MAX_FAILURES: '3',
+    SIGNUP: 'off', LOG_LEVEL: 'WARN', TRUST_PROXY: '10.0.0.5, 10.0.1.0/24,LOOPBACK,2001:db8::/32', TOKEN_LIFETIME_SECONDS: '3600', LOGIN_MAX_FAILURES: '3',
     LOGIN_LOCKOUT_SECONDS: '60', IP_MAX_FAILURES: '5', BODY_LIMIT_BYTES: '2048', TOKEN_CACHE_SECONDS: '0',
   });
   assert.equal(s.host, '127.0.0.1');
@@ -40,7 +45,7 @@ test('values from the environment', () => {
   assert.equal(s.databaseUrl, 'postgres://u@h/db');
   assert.equal(s.signup, false);
   assert.equal(s.logLevel, 'warn');
-  assert.equal(s.trustProxy, true);
+  assert.deepEqual(s.trustProxy, ['10.0.0.5', '10.0.1.0/24', 'loopback', '2001:db8::/32']);
   assert.equal(s.tokenLifetimeSeconds, 3600);
   assert.equal(s.loginMaxFailures, 3);
   assert.equal(s.loginLockoutSeconds, 60);
@@ -77,7 +82,16 @@ test('bad values stop with a SettingsError naming the setting', () => {
     [{ PORT: '80.5' }, [], /^PORT must be a whole number/],
     [{ MQTT_PORT: '1e3' }, [], /^MQTT_PORT/],
     [{ SIGNUP: 'maybe' }, [], /^SIGNUP must be on or off, got "maybe"$/],
-    [{ TRUST_PROXY: '2' }, [], /^TRUST_PROXY must be on or off/],
+    [{ TRUST_PROXY: '2' }, [], /^TRUST_PROXY must name proxies by address or CIDR range, separated by commas .*"2" is none of these$/],
+    [{ TRUST_PROXY: '10.0.0.0/33' }, [], /^TRUST_PROXY must name proxies.*"10.0.0.0\/33" is none of these$/],
+    [{ TRUST_PROXY: '10.0.0.1,proxy.example.com' }, [], /^TRUST_PROXY must name proxies.*"proxy.example.com" is none of these$/],
+    [{ TRUST_PROXY: '::1/129' }, [], /^TRUST_PROXY must name proxies/],
+    [{ TRUST_PROXY: '10.0.0.1/8/8' }, [], /^TRUST_PROXY must name proxies/],
+    [{ RATE_LIMIT_REQUESTS: '-1' }, [], /^RATE_LIMIT_REQUESTS must be a whole number, got "-1"$/],
+    [{ RATE_LIMIT_EVENT_STREAMS: 'many' }, [], /^RATE_LIMIT_EVENT_STREAMS must be a whole number/],
+    [{ RATE_LIMIT_OPEN_STREAMS: '1.5' }, [], /^RATE_LIMIT_OPEN_STREAMS must be a whole number/],
+    [{ RATE_LIMIT_TOKENS: '2000000000' }, [], /^RATE_LIMIT_TOKENS must be between 0 and 1000000000/],
+    [{ RATE_LIMIT_WINDOW_SECONDS: '0' }, [], /^RATE_LIMIT_WINDOW_SECONDS must be between 1 and 86400, got 0$/],
     [{ LOG_LEVEL: 'loud' }, [], /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
     [{ DATABASE_URL: 'mysql://x' }, [], /^DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL$/],
     [{ DATABASE_URL: 'postgres://[bad' }, [], /^DATABASE_URL is not a valid URL$/],
@@ -102,6 +116,22 @@ test('bad values stop with a SettingsError naming the setting', () => {
     }, label);
   }
   assert.equal(loadSettings({ PORT: 'abc' }, ['--port', '9000']).port, 9000, 'a flag replaces a bad variable, which is not read');
+});
+
+test('TRUST_PROXY=on (any sender) is refused at start with one line that says what to write instead; off names no proxy; each limit takes 0 (off)', () => {
+  for (const on of ['on', 'ON', 'true', 'yes', '1']) {
+    assert.throws(() => loadSettings({ TRUST_PROXY: on }), (err: unknown) => {
+      assert.ok(err instanceof SettingsError, on);
+      assert.match(err.message, new RegExp(`^TRUST_PROXY=${on} \\(believe any sender's X-Forwarded-For\\) is refused: .* name your proxies instead, such as TRUST_PROXY=10\\.0\\.0\\.5,10\\.0\\.1\\.0/24 \\(or loopback for a proxy on this machine\\)$`), on);
+      assert.ok(!err.message.includes('\n'), 'one line');
+      return true;
+    }, on);
+  }
+  assert.throws(() => loadSettings({}, ['--trust-proxy', 'on']), /^SettingsError: --trust-proxy=on \(believe any sender's X-Forwarded-For\) is refused/);
+  for (const off of ['off', 'OFF', 'no', 'false', '0', '']) assert.deepEqual(loadSettings({ TRUST_PROXY: off }).trustProxy, [], off);
+  assert.deepEqual(loadSettings({ TRUST_PROXY: '10.0.0.5,10.0.0.5' }).trustProxy, ['10.0.0.5'], 'duplicates once');
+  const off = loadSettings({ RATE_LIMIT_REQUESTS: '0', RATE_LIMIT_EVENT_STREAMS: '0', RATE_LIMIT_OPEN_STREAMS: '0', RATE_LIMIT_TOKENS: '0', RATE_LIMIT_WINDOW_SECONDS: '60' });
+  assert.deepEqual([off.rateLimitRequests, off.rateLimitEventStreams, off.rateLimitOpenStreams, off.rateLimitTokens, off.rateLimitWindowSeconds], [0, 0, 0, 0, 60]);
 });
 
 test('unknown and malformed flags are rejected', () => {

@@ -28,7 +28,9 @@ export function customerRoutes(scope: FastifyInstance, deps: { customers: Custom
   // Client credentials, or else an access token of the team: the product is looked up here, and
   // each way judges its own credential.
   scope.post<{ Params: { productIdOrSlug: string }; Body: { email?: string; password?: string; no_password?: boolean | 'true' | 'false' } }>('/customers', {
-    config: { productAccess: 'lookup' },
+    // With client credentials it answers a token, as the token endpoint would: it counts against
+    // RATE_LIMIT_TOKENS (docs/security.md, "Limits on request volume").
+    config: { productAccess: 'lookup', limit: (req) => (sendsAccessTokenOnly(req) ? null : 'tokens') },
     schema: {
       tags: ['customers'],
       summary: "Create a customer: with client credentials, answers its first token; with a team member's or the product's token, the customer record",

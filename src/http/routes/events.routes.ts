@@ -5,6 +5,7 @@ import type { DeviceAccess } from '../../services/devices/access.js';
 import type { EventFilter, EventService } from '../../services/events.service.js';
 import { authOf, type Guard } from '../auth.js';
 import { productOf } from '../product-scope.js';
+import type { RequestLimits } from '../rate-limits.js';
 import { Flag, OkBody, Str, errorResponses } from '../schemas.js';
 
 const Publish = Type.Object({
@@ -35,9 +36,11 @@ function frame(e: CloudEvent): string {
  * Event streams (Server-Sent Events; docs/api.md, "Events"): each starts with `:ok`, carries
  * `event:`/`data:` frames, and a comment every EVENTS_KEEPALIVE_SECONDS so that particle-api-js
  * (which drops a stream silent for 15 s) stays connected. The streams of every route, at the
- * root and under a product, are ended before the server closes.
+ * root and under a product, are ended before the server closes. Every stream route counts the
+ * streams an address opens (`config.limit`), and `admit` holds the streams it has open at once
+ * to RATE_LIMIT_OPEN_STREAMS (docs/security.md, "Limits on request volume").
  */
-export function eventStreams(app: FastifyInstance, events: EventService, keepaliveSeconds: number) {
+export function eventStreams(app: FastifyInstance, events: EventService, keepaliveSeconds: number, admit: RequestLimits['openStream'] = () => () => undefined) {
   const open = new Set<FastifyReply>();
 
   // Streams never end on their own: end them before the server waits for its connections.
@@ -46,11 +49,14 @@ export function eventStreams(app: FastifyInstance, events: EventService, keepali
   });
 
   function stream(req: FastifyRequest, reply: FastifyReply, filter: EventFilter): void {
+    // Over the limit of open streams it throws, and the error handler answers 429.
+    const release = admit(req, reply);
     reply.hijack();
     const res = reply.raw;
     // A client that left while its token was being checked: its 'close' has come and gone, so
     // nothing would ever stop the keep-alive timer of a stream started now.
     if (req.raw.socket?.destroyed === true || res.destroyed) {
+      release();
       res.destroy();
       return;
     }
@@ -81,6 +87,7 @@ export function eventStreams(app: FastifyInstance, events: EventService, keepali
       clearInterval(keepalive);
       unsubscribe();
       open.delete(reply);
+      release();
     };
     res.on('close', stop);
     req.raw.on('close', stop);
@@ -103,15 +110,16 @@ export function eventRoutes(app: FastifyInstance, deps: { events: EventService; 
   const { events, devices } = deps;
   const { stream, schema: streamSchema } = deps.streams;
   const anyToken = deps.guard();
+  const config = { limit: 'eventStreams' as const };
 
-  app.get('/v1/devices/events', { preHandler: anyToken, schema: streamSchema("Stream of the caller's events") },
+  app.get('/v1/devices/events', { preHandler: anyToken, config, schema: streamSchema("Stream of the caller's events") },
     async (req, reply) => stream(req, reply, events.mine(authOf(req))));
-  app.get<{ Params: { prefix: string } }>('/v1/devices/events/:prefix', { preHandler: anyToken, schema: streamSchema("Stream of the caller's events whose name starts with prefix", Prefix) },
+  app.get<{ Params: { prefix: string } }>('/v1/devices/events/:prefix', { preHandler: anyToken, config, schema: streamSchema("Stream of the caller's events whose name starts with prefix", Prefix) },
     async (req, reply) => stream(req, reply, events.mine(authOf(req), req.params.prefix)));
 
-  app.get<{ Params: { deviceId: string } }>('/v1/devices/:deviceId/events', { preHandler: anyToken, schema: streamSchema("Stream of one device's events", DeviceParams) },
+  app.get<{ Params: { deviceId: string } }>('/v1/devices/:deviceId/events', { preHandler: anyToken, config, schema: streamSchema("Stream of one device's events", DeviceParams) },
     async (req, reply) => stream(req, reply, events.device(await devices.mustReach(authOf(req), req.params.deviceId))));
-  app.get<{ Params: { deviceId: string; prefix: string } }>('/v1/devices/:deviceId/events/:prefix', { preHandler: anyToken, schema: streamSchema("Stream of one device's events whose name starts with prefix", DevicePrefix) },
+  app.get<{ Params: { deviceId: string; prefix: string } }>('/v1/devices/:deviceId/events/:prefix', { preHandler: anyToken, config, schema: streamSchema("Stream of one device's events whose name starts with prefix", DevicePrefix) },
     async (req, reply) => stream(req, reply, events.device(await devices.mustReach(authOf(req), req.params.deviceId), req.params.prefix)));
 
   app.post<{ Body: PublishBody }>('/v1/devices/events', {
@@ -132,17 +140,18 @@ export function productEventRoutes(scope: FastifyInstance, deps: { events: Event
   const { stream, schema: streamSchema } = deps.streams;
   const teamOnly = deps.guard({ subjects: ['user', 'product'] });
   const config = { productAccess: 'team-read' as const };
+  const streamConfig = { ...config, limit: 'eventStreams' as const };
 
-  scope.get('/events', { preHandler: teamOnly, config, schema: streamSchema("Stream of the product fleet's events", ProductParams) },
+  scope.get('/events', { preHandler: teamOnly, config: streamConfig, schema: streamSchema("Stream of the product fleet's events", ProductParams) },
     async (req, reply) => stream(req, reply, events.product(productOf(req))));
-  scope.get<{ Params: { prefix: string } }>('/events/:prefix', { preHandler: teamOnly, config, schema: streamSchema("Stream of the product fleet's events whose name starts with prefix", ProductPrefix) },
+  scope.get<{ Params: { prefix: string } }>('/events/:prefix', { preHandler: teamOnly, config: streamConfig, schema: streamSchema("Stream of the product fleet's events whose name starts with prefix", ProductPrefix) },
     async (req, reply) => stream(req, reply, events.product(productOf(req), req.params.prefix)));
 
   // particle-api-js getEventStream({product, deviceId}) asks for one fleet device's stream.
   const fleetDevice = (req: FastifyRequest<{ Params: { deviceId: string } }>) => devices.inProduct(productOf(req), req.params.deviceId);
-  scope.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/devices/:deviceId/events', { preHandler: teamOnly, config, schema: streamSchema("Stream of one fleet device's events", FleetDevice) },
+  scope.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/devices/:deviceId/events', { preHandler: teamOnly, config: streamConfig, schema: streamSchema("Stream of one fleet device's events", FleetDevice) },
     async (req, reply) => stream(req, reply, events.device(await fleetDevice(req))));
-  scope.get<{ Params: { productIdOrSlug: string; deviceId: string; prefix: string } }>('/devices/:deviceId/events/:prefix', { preHandler: teamOnly, config, schema: streamSchema("Stream of one fleet device's events whose name starts with prefix", FleetDevicePrefix) },
+  scope.get<{ Params: { productIdOrSlug: string; deviceId: string; prefix: string } }>('/devices/:deviceId/events/:prefix', { preHandler: teamOnly, config: streamConfig, schema: streamSchema("Stream of one fleet device's events whose name starts with prefix", FleetDevicePrefix) },
     async (req, reply) => stream(req, reply, events.device(await fleetDevice(req), req.params.prefix)));
 
   scope.post<{ Body: PublishBody }>('/events', {

@@ -61,6 +61,8 @@ export function oauthRoutes(app: FastifyInstance, deps: { oauth: OAuthService; c
   }
 
   app.post<{ Body: TokenParams & { client_id?: string; client_secret?: string } }>(OAUTH_PATHS.token, {
+    // Every grant, granted or not, counts against RATE_LIMIT_TOKENS (http/rate-limits.ts).
+    config: { limit: 'tokens' },
     preValidation: async (req) => requireForm(req),
     schema: {
       tags: ['oauth'],
