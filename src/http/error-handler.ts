@@ -19,6 +19,10 @@ export function installErrorHandling(app: FastifyInstance, notFound: ((req: Fast
       req.log.info({ code: domain.code, status: domain.status }, domain.message);
     } else if (domain.status >= 500) {
       req.log.error({ err }, 'request failed');
+    } else if (domain.code === 'rate_limit_exceeded') {
+      // A flood: the limiter says so once per address, limit and window (http/rate-limits.ts),
+      // and each refusal's status is in its request's own line; a line more per refusal would
+      // make a flood's every request dearer.
     } else {
       req.log.info({ code: domain.code, status: domain.status }, domain.message);
     }
