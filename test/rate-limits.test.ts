@@ -147,6 +147,18 @@ test('token creation: POST /oauth/token of every grant, granted or not, and cust
   assert.equal((await customer('198.51.100.4')).status, 201, 'another address');
 });
 
+test('sign-up counts with token creation: one address cannot keep the server hashing passwords', async () => {
+  const { server } = await start({ RATE_LIMIT_REQUESTS: '1000', RATE_LIMIT_TOKENS: '2' });
+  const a = '203.0.113.9';
+  const signUpFrom = (from: string) => raw(`${server.url}/v1/users`, { method: 'POST', json: { username: email('signup'), password: 'a long password' }, from });
+  assert.equal((await signUpFrom(a)).status, 201);
+  const second = await signUpFrom(a);
+  assert.equal(second.status, 201, second.text);
+  assert.deepEqual(rateLimit(second), [2, 0, 290]);
+  isLimited(await signUpFrom(a), 2, 'the third sign-up');
+  assert.equal((await signUpFrom('198.51.100.9')).status, 201, 'another address');
+});
+
 test('event streams: opening one counts against RATE_LIMIT_EVENT_STREAMS, on every stream route, granted or not', async () => {
   const { server } = await start({ RATE_LIMIT_EVENT_STREAMS: '3' });
   const owner = await signUp(server.url);

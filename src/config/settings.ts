@@ -255,7 +255,7 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   },
   {
     key: 'rateLimitTokens', env: 'RATE_LIMIT_TOKENS', flag: '--rate-limit-tokens', default: '100',
-    doc: 'Token requests (POST /oauth/token, every grant, and customer creation with client credentials) one client address may make per RATE_LIMIT_WINDOW_SECONDS. 0 turns the limit off.',
+    doc: 'Token requests (POST /oauth/token, every grant, and customer creation with client credentials) and sign-ups (POST /v1/users) one client address may make per RATE_LIMIT_WINDOW_SECONDS. 0 turns the limit off.',
     parse: integer(0, 1_000_000_000),
   },
   {

@@ -29,6 +29,9 @@ export function userRoutes(app: FastifyInstance, deps: { accounts: AccountServic
   const userOnly = guard({ subjects: ['user'] });
 
   app.post<{ Body: { username: string; password: string; account_info?: Record<string, string | boolean> } }>('/v1/users', {
+    // A sign-up hashes a password (argon2id, about 14 ms of a core): counted with token creation,
+    // so that one address cannot keep the server hashing (docs/security.md, "Limits on request volume").
+    config: { limit: 'tokens' },
     schema: {
       tags: ['users'],
       summary: 'Sign up (open unless SIGNUP=off)',
