@@ -1,6 +1,7 @@
 import type { Bus } from '../../bus/bus.js';
 import type { Clock } from '../../platform/clock.js';
 import { WindowCounts, type Tally } from './windows.js';
+import { notifyInChunks } from './notices.js';
 
 /** One node's new counts in one window, sent to the others. */
 interface CountsNotice { node: string; windowMs: number; index: number; counts: Record<string, number> }
@@ -74,22 +75,7 @@ export class RequestCounts {
     const batches = this.pending;
     this.pending = new Map();
     for (const { windowMs, index, counts } of batches.values()) {
-      let chunk: Record<string, number> = {};
-      let n = 0;
-      const send = () => {
-        try {
-          bus.notify(REQUESTS_TOPIC, { node: bus.nodeId, windowMs, index, counts: chunk } satisfies CountsNotice);
-        } catch {
-          // The bus closed or went down meanwhile: this node's own counts still hold.
-        }
-        chunk = {};
-        n = 0;
-      };
-      for (const [key, count] of counts) {
-        chunk[key] = count;
-        if (++n === KEYS_PER_NOTICE) send();
-      }
-      if (n > 0) send();
+      notifyInChunks(bus, REQUESTS_TOPIC, counts, KEYS_PER_NOTICE, (chunk) => ({ node: bus.nodeId, windowMs, index, counts: chunk } satisfies CountsNotice));
     }
   }
 

@@ -1,5 +1,6 @@
 import type { Bus } from '../../bus/bus.js';
 import type { Clock } from '../../platform/clock.js';
+import { notifyInChunks } from './notices.js';
 
 /** One node's open streams per address: those that changed, or all of them (a refresh). */
 interface GaugesNotice { node: string; gauges: Record<string, number> }
@@ -99,23 +100,8 @@ export class OpenStreams {
   private send(gauges: ReadonlyMap<string, number>): void {
     const bus = this.shared?.bus;
     if (!bus || bus.state() !== 'up') return;
-    let chunk: Record<string, number> = {};
-    let n = 0;
-    const flush = () => {
-      try {
-        bus.notify(STREAMS_TOPIC, { node: bus.nodeId, gauges: chunk } satisfies GaugesNotice);
-      } catch {
-        // The bus went away: the refresh after it is back says it all again.
-      }
-      chunk = {};
-      n = 0;
-    };
-    for (const [address, count] of gauges) {
-      chunk[address] = count;
-      if (++n === ADDRESSES_PER_NOTICE) flush();
-    }
     // An empty refresh says nothing: the others' entries of this node lapse by themselves.
-    if (n > 0) flush();
+    notifyInChunks(bus, STREAMS_TOPIC, gauges, ADDRESSES_PER_NOTICE, (chunk) => ({ node: bus.nodeId, gauges: chunk } satisfies GaugesNotice));
   }
 
   private received(payload: unknown): void {
