@@ -82,7 +82,8 @@ test('a device moved through another node\'s API takes its new scope at once on 
     await raw(`${b.url}/v1/products/${product.id}/events`, { method: 'POST', token, json: { name: 'fleet', data: 'not yours' } });
     assert.equal((await raw(`${b.url}/v1/products/${next.id}/events`, { method: 'POST', token, json: { name: 'fleet', data: 'sentinel' } })).status, 200);
     await eventually(() => dev.received.some((e) => e.data === 'sentinel') || undefined, 3_000, 'the new fleet\'s event');
-    assert.deepEqual(dev.received.slice(seen).map((e) => e.data), ['sentinel']);
+    // The wait above published 'first' until one arrived: others of it may still be on their way.
+    assert.deepEqual(dev.received.slice(seen).map((e) => e.data).filter((d) => d !== 'first'), ['sentinel']);
   } finally {
     await dev.close();
   }
