@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
+import mqtt from 'mqtt';
 import { raw } from '../helpers/http.js';
 import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
 import { provision } from '../helpers/device.js';
@@ -24,6 +25,25 @@ async function devicePage(username: string, slug: string, id: string): Promise<P
 const state = (page: Page) => page.locator('dl.pairs dt:text-is("State") + dd');
 
 describe('a device page', { concurrency: true, timeout: 120_000 }, () => {
+  test('a device online before the page opened, whose declarations are stored after the page read it, shows them without a reload', async () => {
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Late hello');
+    const who = await provision(tested.server.url, token, product.id);
+    // Connected, with nothing declared yet: the page opens on an online device that declares nothing.
+    const device = await mqtt.connectAsync(tested.server.mqttUrl, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 0 });
+    try {
+      const page = await devicePage(username, product.slug, who.id);
+      assert.equal(await state(page).textContent(), 'online');
+      await page.getByText('The device has declared no function (yet).').waitFor();
+      // Its hello comes now: no spark/status event follows for the page to notice.
+      await device.publishAsync(`devices/${who.id}/hello`, JSON.stringify({ functions: ['late'], variables: {} }), { qos: 1 });
+      await page.getByText(/Declared: late/).waitFor({ timeout: 10_000 });
+      await page.close();
+    } finally {
+      await device.endAsync();
+    }
+  });
+
   test('a simulated device (skyport sim) comes online live: its functions called, its variables read, its events listed; paused while it stops', async () => {
     const { username, token } = await signUp(tested.server.url);
     const product = await newProduct(tested.server.url, token, 'Simulated');

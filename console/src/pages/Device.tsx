@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useRef, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api } from '../api.js';
@@ -22,15 +22,20 @@ export function Device({ session, product }: { session: Session; product: string
   const base = `/v1/products/${encodeURIComponent(product)}/devices/${encodeURIComponent(id)}`;
   const client = useQueryClient();
   const [live, setLive] = useState<{ online: boolean; at: string; seen: number } | null>(null);
-  // A device tells what it declares just after it connects: while it has declared nothing, the
-  // record is read again for a little while after it comes online.
+  // A device tells what it declares just after it connects: while it is online and has declared
+  // nothing, the record is read again for a little while, counted from its coming online on this
+  // page's stream or, when it was online already as the page opened (its `hello` may not have
+  // been stored when the page read it), from the first read that found it so.
+  const nothingSince = useRef<number | null>(null);
   const device = useQuery({
     queryKey: ['device', product, id],
     queryFn: () => api<DeviceDetail>(base, { token: session.token }),
     refetchInterval: (q) => {
       const d = q.state.data;
-      const fresh = live?.online === true && Date.now() - live.seen < 30_000;
-      return fresh && d && d.functions.length === 0 && Object.keys(d.variables).length === 0 ? 1000 : false;
+      if (!d || d.functions.length > 0 || Object.keys(d.variables).length > 0) return false;
+      if (!(live ? live.online : d.online)) return false;
+      const since = live?.online ? live.seen : (nothingSince.current ??= Date.now());
+      return Date.now() - since < 30_000 ? 1000 : false;
     },
   });
   const [events, setEvents] = useState<Array<StreamEvent & { key: number }>>([]);
