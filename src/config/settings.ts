@@ -72,10 +72,14 @@ function integer(min: number, max: number) {
   };
 }
 
+/** The words a setting that is on or off takes, in any case. */
+const ON = ['on', 'true', '1', 'yes'];
+const OFF = ['off', 'false', '0', 'no'];
+
 function onOff(raw: string, name: string): boolean {
   const v = raw.trim().toLowerCase();
-  if (['on', 'true', '1', 'yes'].includes(v)) return true;
-  if (['off', 'false', '0', 'no'].includes(v)) return false;
+  if (ON.includes(v)) return true;
+  if (OFF.includes(v)) return false;
   throw new SettingsError(`${name} must be on or off, got "${raw}"`);
 }
 
@@ -119,8 +123,8 @@ function origins(raw: string, name: string): readonly string[] {
  */
 function proxies(raw: string, name: string): readonly string[] {
   const v = raw.trim().toLowerCase();
-  if (['off', 'false', '0', 'no', ''].includes(v)) return Object.freeze([]);
-  if (['on', 'true', '1', 'yes'].includes(v)) {
+  if (v === '' || OFF.includes(v)) return Object.freeze([]);
+  if (ON.includes(v)) {
     throw new SettingsError(`${name}=${raw.trim()} (believe any sender's X-Forwarded-For) is refused: clients could choose the address their requests are counted under; name your proxies instead, such as ${name}=10.0.0.5,10.0.1.0/24 (or loopback for a proxy on this machine)`);
   }
   const list = v.split(',').map((e) => e.trim()).filter((e) => e !== '');
