@@ -194,7 +194,9 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     configDeliveriesInProgress: () => services.config.delivery.inProgress(),
     storageUp: () => store.state() === 'up',
   }, { processMetrics: settings.metrics !== 'off' });
-  // One node: everything in this process. A cluster: nodes reach each other through NATS.
+  // One node: everything in this process. A cluster: nodes reach each other through NATS (or,
+  // in tests, a bus the nodes share), and caches and per-address counts are shared through it.
+  const clustered = Boolean(settings.natsUrl || options.bus);
   let bus: Bus;
   try {
     bus = options.bus ?? (settings.natsUrl ? await createNatsBus({
@@ -220,7 +222,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   ];
   // What a write drops from a node's caches is dropped on every node (docs/architecture.md, "Caches in a cluster").
   // One node: nothing to tell anyone, and no notice costs a turn of the event loop.
-  const caches = settings.natsUrl || options.bus ? createCacheHub(bus, clock, { log: serviceLog }) : localCaches(clock);
+  const caches = clustered ? createCacheHub(bus, clock, { log: serviceLog }) : localCaches(clock);
   // Configuration is delivered by the node that holds the device, to its own connections.
   const here: HeldDevices = {
     holds: (id) => held.gateway?.holds(id) ?? false,
@@ -230,7 +232,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   };
   const services = wireServices(settings, db, store, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here);
   // Per-address limits count across the nodes of a cluster; on one node, in this process alone.
-  const rateLimits = createRateLimits({ clock, bus, shared: Boolean(settings.natsUrl || options.bus), leaseSeconds: settings.nodeLeaseSeconds });
+  const rateLimits = createRateLimits({ clock, bus, shared: clustered, leaseSeconds: settings.nodeLeaseSeconds });
   // What the device gateway listens on, once it does; before that, what the settings ask for.
   const tlsOn = Boolean(settings.mqttTlsCert && settings.mqttTlsKey);
   let gatewayPorts: GatewayPorts = { mqttPort: settings.mqttPort, wsPort: settings.mqttWsPort, tls: tlsOn };
