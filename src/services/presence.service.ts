@@ -42,8 +42,9 @@ export function createPresenceService(deps: {
     return tracked;
   }
 
-  function write(change: PresenceChange, what: string): void {
+  function write(change: PresenceChange): void {
     const { id } = change;
+    const what = change.online === null ? 'last_heard' : change.online ? 'connect' : 'disconnect';
     // A connect or disconnect supersedes whatever of the device is kept; a last_heard does not.
     const mine = change.online === null ? turns.get(id) : (turn += 1);
     if (change.online !== null) {
@@ -81,19 +82,19 @@ export function createPresenceService(deps: {
     const keptHellos = [...unsavedHellos];
     unsaved.clear();
     unsavedHellos.clear();
-    for (const change of kept) write(change, change.online === null ? 'last_heard' : change.online ? 'connect' : 'disconnect');
+    for (const change of kept) write(change);
     for (const [id, h] of keptHellos) describe(id, h.hello, h.at);
   });
 
   return {
     connected(id: string, ip: string): void {
-      write({ id, online: true, at: deps.clock.now(), ip }, 'connect');
+      write({ id, online: true, at: deps.clock.now(), ip });
     },
     disconnected(id: string): void {
-      write({ id, online: false, at: deps.clock.now() }, 'disconnect');
+      write({ id, online: false, at: deps.clock.now() });
     },
     heard(id: string): void {
-      write({ id, online: null, at: deps.clock.now() }, 'last_heard');
+      write({ id, online: null, at: deps.clock.now() });
     },
     describe(id: string, hello: Hello): void {
       describe(id, hello, deps.clock.now());

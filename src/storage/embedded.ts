@@ -56,7 +56,8 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
   let closed = false;
   /** Whether the store has served once: a thread that cannot open the data directory is an error at start, not restarted. */
   let opened = false;
-  let restartMs = options.restartMs ?? 250;
+  const firstRestartMs = options.restartMs ?? 250;
+  let restartMs = firstRestartMs;
 
   /**
    * Starts the thread. A thread that dies (a crash of the WebAssembly PostgreSQL, an uncaught
@@ -113,7 +114,7 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
     worker = start(undefined);
     send<unknown[]>(worker, { op: 'run', message: new Uint8Array(statementMessage('SELECT 1', [])), tx: undefined }).then(() => {
       gone = null;
-      restartMs = options.restartMs ?? 250;
+      restartMs = firstRestartMs;
     }, () => undefined);
   }
 
