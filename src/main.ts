@@ -65,6 +65,8 @@ import { DomainError } from './domain/errors.js';
 import { windowFor } from './storage/batcher.js';
 import { createDeviceConfigStateRepository } from './repositories/device-config-state.repository.js';
 import type { Log } from './platform/log.js';
+import { createWebhooksRepository } from './repositories/webhooks.repository.js';
+import { createWebhooks } from './services/webhooks/index.js';
 
 export { VERSION };
 
@@ -147,7 +149,8 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const products = createProductService({ db, repo: productsRepo, customers: customersRepo, devices: devicesRepo, users, clients, tokens, audit, secrets, clock, caches, accessCacheMs: settings.tokenCacheSeconds * 1000 });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
   const deviceAccess = createDeviceAccess({ repo: devicesRepo, isMember: products.isMemberCached });
-  const deviceViews = createDeviceViews({ ownerNames: createOwnerNames({ customers: customersRepo, users, clock }) });
+  const ownerNames = createOwnerNames({ customers: customersRepo, users, clock });
+  const deviceViews = createDeviceViews({ ownerNames });
   const devices: Devices = {
     access: deviceAccess,
     views: deviceViews,
@@ -162,7 +165,17 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });
   const oauth = createOAuthService({ db, tokens, accounts, mfa, customers: customers.directory, audit, clock, settings, issued: (grant) => metrics.tokensIssued.inc({ grant }) });
   const deviceCalls = createDeviceCallService({ bus, callTimeoutSeconds: settings.deviceCallTimeoutSeconds, observe: (kind, outcome, seconds) => metrics.deviceCommands.observe({ kind, outcome }, seconds) });
-  const events = createEventService({ bus, clock });
+  const webhooks = createWebhooks({
+    db, repo: createWebhooksRepository(db), bus, clock, secrets, audit, log,
+    settings: { allowPrivate: settings.webhookAllowPrivate, leaseSeconds: settings.webhookLeaseSeconds, concurrency: settings.webhookConcurrency, hostConcurrency: settings.webhookHostConcurrency },
+    // PRODUCT_USER_ID and PRODUCT_VERSION of the templates: the owner's name, the device's firmware.
+    describe: async (e) => ({
+      ownerName: e.owner ? await ownerNames.ofOwner(e.owner) : null,
+      firmwareVersion: e.coreid === 'api' ? null : (await devicesRepo.findById(e.coreid))?.firmwareVersion ?? null,
+    }),
+    metrics: { attempt: (outcome, seconds) => { metrics.webhookAttempts.inc({ outcome }); if (seconds !== null) metrics.webhookLatency.observe(seconds); } },
+  });
+  const events = createEventService({ bus, clock, enqueue: (e) => webhooks.enqueue(e) });
   const config = createConfiguration({
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
     schemas: createConfigSchemasRepository(db), values: createConfigValuesRepository(db), history: createConfigHistoryRepository(db),
@@ -170,7 +183,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     here, observe: (outcome) => metrics.configDeliveries.inc({ outcome }),
     userNames: async (id) => (await users.findById(id))?.username,
   });
-  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo };
+  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo, webhooks };
 }
 
 /**
@@ -193,6 +206,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     devicesConnected: () => held.gateway?.size ?? 0,
     configDeliveriesInProgress: () => services.config.delivery.inProgress(),
     storageUp: () => store.state() === 'up',
+    webhookQueue: () => services.webhooks.queue(),
   }, { processMetrics: settings.metrics !== 'off' });
   // One node: everything in this process. A cluster: nodes reach each other through NATS (or,
   // in tests, a bus the nodes share), and caches and per-address counts are shared through it.
@@ -266,6 +280,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     limiter: createFailureLimiter('connects', { bus, clock, settings, log }),
     authenticate: (id, secret) => services.deviceAuth.authenticate(id, secret),
     claim: (id, code) => services.claims.redeem(id, code),
+    enqueue: (event) => services.webhooks.enqueue(event),
     configHello: (id, hashes) => {
       // The firmware version of the `hello` just before decides which settings apply
       // (docs/particle-compatibility.md#firmware-ranges).
@@ -285,7 +300,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const sweep = setInterval(() => {
     if (settings.natsUrl && !duties?.leader.leads()) return;
     swept?.swept();
-    void Promise.all([services.tokens.purgeExpired(), services.mfa.purgeExpired(), services.claims.purgeExpired()]).catch((err) => app.log.warn({ err }, 'expiry sweep failed'));
+    void Promise.all([services.tokens.purgeExpired(), services.mfa.purgeExpired(), services.claims.purgeExpired(), services.webhooks.purge()]).catch((err) => app.log.warn({ err }, 'expiry sweep failed'));
   }, swept?.everyMs ?? 10 * 60 * 1000);
   sweep.unref();
 
@@ -309,6 +324,8 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
           forget: (id) => services.devicesRepo.forget(id), clock, log,
         });
       }
+      // Deliveries pending from before (a restart, another node gone) are sent from now on.
+      await services.webhooks.start();
       await app.listen({ host, port: overrides.port ?? settings.port });
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : settings.port;
@@ -341,6 +358,8 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       const stopped = listeners?.close();
       await gateway.close(settings.shutdownGraceSeconds * 1000);
       await stopped;
+      // After the devices: their last events' deliveries are stored; those under way finish, the rest go back to the store.
+      await services.webhooks.stop();
       // Its devices are stored offline: the lease goes, and another node leads.
       await duties?.close();
       await app.close();

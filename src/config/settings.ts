@@ -1,3 +1,4 @@
+import { addressEntry } from '../platform/address-list.js';
 import { proxyEntry } from '../platform/proxies.js';
 
 /**
@@ -45,6 +46,11 @@ export interface Settings {
   readonly rateLimitOpenStreams: number;
   readonly rateLimitTokens: number;
   readonly rateLimitWindowSeconds: number;
+  /** Addresses and ranges webhooks may send to although they are loopback, private or link-local. */
+  readonly webhookAllowPrivate: readonly string[];
+  readonly webhookLeaseSeconds: number;
+  readonly webhookConcurrency: number;
+  readonly webhookHostConcurrency: number;
 }
 
 export class SettingsError extends Error {
@@ -134,6 +140,16 @@ function proxies(raw: string, name: string): readonly string[] {
     return entry;
   });
   return Object.freeze([...new Set(entries)]);
+}
+
+/** WEBHOOK_ALLOW_PRIVATE: addresses (each allows itself alone) and CIDR ranges. */
+function allowedAddresses(raw: string, name: string): readonly string[] {
+  const list = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  return Object.freeze([...new Set(list.map((e) => {
+    const entry = addressEntry(e);
+    if (entry === null) throw new SettingsError(`${name} lists addresses and CIDR ranges separated by commas (such as 127.0.0.1,10.1.0.0/16); "${e}" is neither`);
+    return entry;
+  }))]);
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -267,6 +283,14 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     doc: 'The window of RATE_LIMIT_REQUESTS, RATE_LIMIT_EVENT_STREAMS and RATE_LIMIT_TOKENS (5 minutes). Windows are aligned to the clock (they start at multiples of it since 1970), the same on every node.',
     parse: integer(1, 86400),
   },
+  {
+    key: 'webhookAllowPrivate', env: 'WEBHOOK_ALLOW_PRIVATE', flag: '--webhook-allow-private', default: '',
+    doc: 'Loopback, private, link-local or metadata addresses webhooks may send to all the same (by default they are refused when a webhook is saved and again at every connection): addresses and CIDR ranges separated by commas. 127.0.0.1 allows that address alone, not the rest of 127.0.0.0/8 (docs/webhooks.md, "Safe by default").',
+    parse: allowedAddresses,
+  },
+  { key: 'webhookLeaseSeconds', env: 'WEBHOOK_LEASE_SECONDS', flag: '--webhook-lease-seconds', default: '60', doc: 'How long a node holds a webhook delivery it took to send; a node that stops or dies without finishing has its deliveries taken by another after this long.', parse: integer(5, 3600) },
+  { key: 'webhookConcurrency', env: 'WEBHOOK_CONCURRENCY', flag: '--webhook-concurrency', default: '256', doc: 'Webhook deliveries one node sends at once, at most.', parse: integer(1, 10000) },
+  { key: 'webhookHostConcurrency', env: 'WEBHOOK_HOST_CONCURRENCY', flag: '--webhook-host-concurrency', default: '32', doc: 'Webhook deliveries one node sends to one destination host at once, at most: a slow host cannot take every slot.', parse: integer(1, 1000) },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];
 

@@ -34,7 +34,8 @@ export interface GatewayContext {
   /** The device reported what it holds of its configuration (a hash per module). */
   configHello(id: string, hashes: Record<string, string>): void;
   connectOutcome(outcome: string): void;
-  publishEvent(from: Session, event: { name: string; data: string | null; ttl: number; private: boolean }): void;
+  /** Publishes a device's event; the promise (null: nothing to wait for) says its webhook deliveries are stored. */
+  publishEvent(from: Session, event: { name: string; data: string | null; ttl: number; private: boolean }): Promise<void> | null;
   attached(session: Session): void;
   detached(session: Session, reason: string): void;
   moved(session: Session, to: { owner: DeviceOwner | null; productId: number | null }): void;

@@ -27,6 +27,8 @@ export interface GatewayDeps {
   configHello(deviceId: string, hashes: Record<string, string>): void;
   /** Brings a device held here up to date with its committed configuration (the bus's `sync`). */
   configSync?(deviceId: string, productId: number, modules: string[]): Promise<DeviceAnswer>;
+  /** Stores the webhook deliveries an event makes; null when no webhook takes it (docs/webhooks.md). */
+  enqueue?: (event: CloudEvent) => Promise<void> | null;
   /** Told of each CONNECT's outcome (`accepted`, or why it was refused): the node's metrics. */
   connectOutcome?: (outcome: string) => void;
 }
@@ -101,7 +103,9 @@ export function createGateway(deps: GatewayDeps) {
     connectOutcome: (outcome) => deps.connectOutcome?.(outcome),
     publishEvent(from, e) {
       const d = from.device as SessionDevice;
-      deps.bus.publish({ ...e, published_at: deps.clock.now().toISOString(), coreid: d.id, owner: d.owner, productId: d.productId });
+      const event: CloudEvent = { ...e, published_at: deps.clock.now().toISOString(), coreid: d.id, owner: d.owner, productId: d.productId };
+      deps.bus.publish(event);
+      return deps.enqueue?.(event) ?? null;
     },
     attached(conn) {
       const d = conn.device as SessionDevice;

@@ -47,6 +47,12 @@ export class Session {
   calls: PendingCalls | null = null;
   /** Requests waiting for this new connection's `hello` or SUBSCRIBE (waiters.ts). */
   waiters: Set<Waiter> | null = null;
+  /**
+   * Acknowledgements held back until an event's webhook deliveries are stored; later ones wait
+   * behind them, as PUBACKs go out in the order of their PUBLISHes ([MQTT-4.6.0-2]).
+   */
+  acks: Promise<void> | null = null;
+  acksWaiting = 0;
   nextMessageId = 1;
   /** Whether writes are corked until setImmediate (outgoing.ts). */
   corked = false;

@@ -16,9 +16,11 @@ export interface Metrics {
   readonly busRequests: Histogram<'kind' | 'outcome'>;
   readonly storageUnavailable: Counter;
   readonly rateLimited: Counter<'limit'>;
+  readonly webhookAttempts: Counter<'outcome'>;
+  readonly webhookLatency: Histogram;
 }
 
-export function createMetrics(sources: { devicesConnected: () => number; configDeliveriesInProgress: () => number; storageUp: () => boolean }, options: { processMetrics: boolean }): Metrics {
+export function createMetrics(sources: { devicesConnected: () => number; configDeliveriesInProgress: () => number; storageUp: () => boolean; webhookQueue?: () => Promise<{ depth: number; oldestSeconds: number }> }, options: { processMetrics: boolean }): Metrics {
   const registry = new Registry();
   // They watch the event loop and the garbage collector from start-up on: only for a reader.
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
@@ -34,6 +36,18 @@ export function createMetrics(sources: { devicesConnected: () => number; configD
     name: 'skyport_storage_up', help: 'Whether this node reaches its store now (1) or found it unreachable and has not reached it since (0).', registers: [registry],
     collect() { this.set(sources.storageUp() ? 1 : 0); },
   });
+  // Read from the store when scraped: the queue is the cluster's, the same on every node.
+  const queue = sources.webhookQueue;
+  if (queue) {
+    new Gauge({
+      name: 'skyport_webhook_queue_depth', help: 'Webhook deliveries waiting to be sent or being sent, in the whole cluster.', registers: [registry],
+      async collect() { this.set((await queue().catch(() => ({ depth: NaN }))).depth); },
+    });
+    new Gauge({
+      name: 'skyport_webhook_oldest_pending_seconds', help: 'Age of the oldest webhook delivery not yet delivered or failed for good.', registers: [registry],
+      async collect() { this.set((await queue().catch(() => ({ oldestSeconds: NaN }))).oldestSeconds); },
+    });
+  }
   return {
     registry,
     storageUnavailable: new Counter({ name: 'skyport_storage_unavailable_total', help: 'Statements of this node that failed because the store was unreachable (each request among them answered 503).', registers: [registry] }),
@@ -58,6 +72,11 @@ export function createMetrics(sources: { devicesConnected: () => number; configD
     rateLimited: new Counter({
       name: 'skyport_rate_limited_total', help: 'Requests this node refused with 429 because their client address was over a limit: requests, event_streams, open_streams or tokens.',
       labelNames: ['limit'], registers: [registry],
+    }),
+    webhookAttempts: new Counter({ name: 'skyport_webhook_attempts_total', help: 'Webhook delivery attempts this node made, by outcome: delivered, failed (to be retried or for good), skipped (the host answered mostly errors lately).', labelNames: ['outcome'], registers: [registry] }),
+    webhookLatency: new Histogram({
+      name: 'skyport_webhook_attempt_seconds', help: 'Time from sending a webhook request to its answer (or failure).', registers: [registry],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
     }),
     tokensIssued: new Counter({ name: 'skyport_tokens_issued_total', help: 'Access tokens issued by the token endpoint, by grant type.', labelNames: ['grant'], registers: [registry] }),
   };

@@ -17,7 +17,8 @@ export type AuditType =
   | 'product.created' | 'product.deleted' | 'team.member_added' | 'team.member_removed'
   | 'customer.created' | 'customer.login_failed' | 'customer.password_changed' | 'customer.deleted'
   | 'device.provisioned' | 'device.imported' | 'device.removed' | 'device.claimed' | 'device.unclaimed' | 'claim_code.created'
-  | 'config.schema_replaced' | 'config.schema_restored';
+  | 'config.schema_replaced' | 'config.schema_restored'
+  | 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.secret_rotated' | 'webhook.disabled';
 
 export interface AuditInput {
   account: { kind: AuditEvent['accountKind']; id: string };

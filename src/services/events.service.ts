@@ -32,10 +32,14 @@ function withPrefix(prefix: string | undefined, filter: EventFilter): EventFilte
  * caller's devices and what the caller published), one device, or one product's fleet. Which
  * devices a token reaches is decided before, as for every device route.
  */
-export function createEventService(deps: { bus: Bus; clock: Clock }) {
+export function createEventService(deps: { bus: Bus; clock: Clock; enqueue?: (event: CloudEvent) => Promise<void> | null }) {
   return {
-    /** POST /v1/devices/events (product: null) and /v1/products/:p/events. */
-    publish(auth: AccessTokenRecord, body: { name?: unknown; data?: unknown; ttl?: unknown; private?: unknown }, product: ProductRecord | null): void {
+    /**
+     * POST /v1/devices/events (product: null) and /v1/products/:p/events. Resolves once the
+     * webhook deliveries the event makes are stored (docs/webhooks.md, "At least once"): the
+     * caller's 200 means none is lost.
+     */
+    async publish(auth: AccessTokenRecord, body: { name?: unknown; data?: unknown; ttl?: unknown; private?: unknown }, product: ProductRecord | null): Promise<void> {
       if (!isEventName(body.name)) throw new DomainError('invalid_request', `name is required: 1-${MAX_NAME_LENGTH} characters, without + # or control characters`);
       if (body.name.startsWith('spark/')) throw new DomainError('invalid_request', 'Event names that start with spark/ are reserved for the cloud');
       const data = body.data === undefined || body.data === null ? null : String(body.data);
@@ -50,10 +54,12 @@ export function createEventService(deps: { bus: Bus; clock: Clock }) {
       const isPrivate = body.private === true || body.private === 'true';
       const s = auth.subject;
       const productId = product ? product.id : s.kind === 'product' ? Number(s.productId) : null;
-      deps.bus.publish({
+      const event: CloudEvent = {
         name: body.name, data, ttl, private: isPrivate, published_at: deps.clock.now().toISOString(), coreid: 'api',
         owner: product ? null : ownerOf(auth), productId,
-      });
+      };
+      deps.bus.publish(event);
+      await deps.enqueue?.(event);
     },
 
     /** GET /v1/devices/events[/:prefix]: the caller's own devices (a product token: its fleet). */

@@ -18,22 +18,46 @@ export function publish(s: Session, packet: IPublishPacket): void {
   const target = parseDeviceTopic(device.id, packet.topic);
   if (!target) {
     s.ctx.log.warn({ device: device.id, topic: packet.topic.slice(0, 200) }, 'publish to a topic the device may not use; dropped');
-    return acknowledge(s, packet, 0x87);
+    return acknowledgeAfter(s, packet, null, 0x87);
   }
-  acknowledge(s, packet, 0);
   const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
+  let stored: Promise<void> | null = null;
   try {
     switch (target.kind) {
-      case 'hello': return hello(s, payload);
-      case 'reply': return reply(s, payload);
-      case 'claim': return claim(s, payload);
-      case 'event': return deviceEvent(s, target.name, payload);
-      case 'config': return target.path === 'hello' ? s.ctx.configHello(device.id, parseConfigHello(payload)) : configAck(s, payload);
+      case 'hello': hello(s, payload); break;
+      case 'reply': reply(s, payload); break;
+      case 'claim': claim(s, payload); break;
+      case 'event': stored = deviceEvent(s, target.name, payload); break;
+      case 'config': if (target.path === 'hello') s.ctx.configHello(device.id, parseConfigHello(payload)); else configAck(s, payload); break;
     }
   } catch (err) {
-    if (err instanceof BadPayload) return reportError(s, packet.topic, 'bad_payload', err.message);
-    throw err;
+    if (!(err instanceof BadPayload)) throw err;
+    reportError(s, packet.topic, 'bad_payload', err.message);
   }
+  acknowledgeAfter(s, packet, stored);
+}
+
+/**
+ * The PUBACK of an event that webhooks take goes once their deliveries are stored, so that an
+ * acknowledged event is never lost (docs/webhooks.md, "At least once"). Acknowledgements keep the
+ * order of their PUBLISHes: while one waits, the next wait behind it. When the deliveries cannot
+ * be stored the event is not acknowledged: MQTT 5 hears reason 0x80; a 3.1.1 device, which has
+ * no negative acknowledgement, is disconnected and sends it again when it is back.
+ */
+function acknowledgeAfter(s: Session, packet: IPublishPacket, stored: Promise<void> | null, reasonCode = 0): void {
+  if (packet.qos === 0) return;
+  if (stored === null && s.acksWaiting === 0) return acknowledge(s, packet, reasonCode);
+  s.acksWaiting += 1;
+  const outcome = (stored ?? Promise.resolve()).then(() => reasonCode, (err: unknown) => {
+    s.ctx.log.warn({ err, device: s.deviceId }, 'webhook deliveries could not be stored; the event is not acknowledged');
+    return 0x80;
+  });
+  s.acks = Promise.all([s.acks, outcome]).then(([, code]) => {
+    s.acksWaiting -= 1;
+    if (s.state === 'closed') return;
+    if (code !== 0x80 || s.version === 5) acknowledge(s, packet, code);
+    else s.expire();
+  });
 }
 
 /** PUBACK for QoS 1, PUBREC for QoS 2 (handled once, on arrival); MQTT 5 adds the reason. */
@@ -75,7 +99,7 @@ function claim(s: Session, payload: Buffer): void {
       publishToDevice(s, cloudTopic(device.id, 'claim'), { ok: true });
       // The new owner's event streams see it happen: an app waiting for its device during
       // setup learns it is claimed without polling (docs/device-protocol.md, "Claiming").
-      s.ctx.publishEvent(s, { name: CLAIMED_EVENT, data: 'claimed', ttl: 60, private: true });
+      s.ctx.publishEvent(s, { name: CLAIMED_EVENT, data: 'claimed', ttl: 60, private: true })?.catch(() => undefined);
     },
     (err: unknown) => {
       const error = isDomainError(err) ? (err.code === 'device_claimed_by_other' ? 'device_claimed' : err.code) : 'server_error';
@@ -85,11 +109,11 @@ function claim(s: Session, payload: Buffer): void {
   );
 }
 
-function deviceEvent(s: Session, name: string, payload: Buffer): void {
+function deviceEvent(s: Session, name: string, payload: Buffer): Promise<void> | null {
   const device = s.device as SessionDevice;
   if (name.startsWith('spark/')) throw new BadPayload('event names that start with spark/ are reserved for the cloud');
   const e = parseDeviceEvent(payload, publishLimit(device.systemFirmwareVersion, device.platformId));
-  s.ctx.publishEvent(s, { name, data: e.data, ttl: e.ttl, private: e.private });
+  return s.ctx.publishEvent(s, { name, data: e.data, ttl: e.ttl, private: e.private });
 }
 
 /** A connection lost without DISCONNECT publishes its will, an event of the device's (connect.ts). */
@@ -98,7 +122,8 @@ export function publishWill(s: Session): void {
   if (!will || !s.device) return;
   const target = parseDeviceTopic(s.device.id, will.topic);
   try {
-    if (target?.kind === 'event') deviceEvent(s, target.name, will.payload);
+    // Nothing to acknowledge: a delivery that cannot be stored is logged by the webhooks.
+    if (target?.kind === 'event') deviceEvent(s, target.name, will.payload)?.catch(() => undefined);
   } catch {
     // A malformed will is dropped like any malformed publish.
   }

@@ -124,9 +124,9 @@ export function eventRoutes(app: FastifyInstance, deps: { events: EventService; 
 
   app.post<{ Body: PublishBody }>('/v1/devices/events', {
     preHandler: anyToken,
-    schema: { tags: ['events'], summary: "Publish an event to the caller's stream and devices", body: Publish, response: { 200: OkBody, ...errorResponses(400, 401) } },
+    schema: { tags: ['events'], summary: "Publish an event to the caller's stream and devices", body: Publish, response: { 200: OkBody, ...errorResponses(400, 401, 503) } },
   }, async (req) => {
-    events.publish(authOf(req), req.body, null);
+    await events.publish(authOf(req), req.body, null);
     return { ok: true as const };
   });
 }
@@ -156,9 +156,9 @@ export function productEventRoutes(scope: FastifyInstance, deps: { events: Event
 
   scope.post<{ Body: PublishBody }>('/events', {
     preHandler: teamOnly, config,
-    schema: { tags: ['events'], summary: "Publish an event to the product's stream and fleet", params: ProductParams, body: Publish, response: { 200: OkBody, ...errorResponses(400, 401, 403) } },
+    schema: { tags: ['events'], summary: "Publish an event to the product's stream and fleet", params: ProductParams, body: Publish, response: { 200: OkBody, ...errorResponses(400, 401, 403, 503) } },
   }, async (req) => {
-    events.publish(authOf(req), req.body, productOf(req));
+    await events.publish(authOf(req), req.body, productOf(req));
     return { ok: true as const };
   });
 }

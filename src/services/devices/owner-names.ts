@@ -1,6 +1,6 @@
 import type { Clock } from '../../platform/clock.js';
 import { TtlCache } from '../../platform/ttl-cache.js';
-import type { ListedDevice } from '../../repositories/devices.repository.js';
+import type { DeviceOwner, ListedDevice } from '../../repositories/devices.repository.js';
 import type { CustomersRepository } from '../../repositories/customers.repository.js';
 import type { UsersRepository } from '../../repositories/users.repository.js';
 
@@ -40,6 +40,16 @@ export function createOwnerNames(deps: {
         if (u) names.set(`user:${id}`, u.username);
       }
       return names;
+    },
+
+    /** One owner's name (a webhook's PRODUCT_USER_ID), or null when it is gone. */
+    async ofOwner(owner: DeviceOwner): Promise<string | null> {
+      if (owner.kind === 'user') return (await deps.users.findById(owner.id))?.username ?? null;
+      const cached = customerEmails.get(owner.id);
+      if (cached !== undefined) return cached;
+      const [c] = await deps.customers.findByIds([owner.id]);
+      if (c) customerEmails.set(c.id, c.email);
+      return c?.email ?? null;
     },
   };
 }

@@ -1,0 +1,281 @@
+import type { Queryable } from '../storage/db.js';
+import type { DeviceOwner } from './devices.repository.js';
+import type { WebhookSpec } from '../services/webhooks/spec.js';
+
+/** Whose a webhook is: a user's (their devices' events) or a product's (its fleet's). */
+export type WebhookScope = { kind: 'user'; owner: DeviceOwner } | { kind: 'product'; productId: number };
+
+export interface WebhookRecord {
+  id: string;
+  scope: WebhookScope;
+  spec: WebhookSpec;
+  secret: string;
+  previousSecret: string | null;
+  previousSecretUntil: Date | null;
+  disabledReason: string | null;
+  failingSince: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The event a delivery carries, as it was published. */
+export interface DeliveryEvent {
+  name: string;
+  data: string | null;
+  coreid: string;
+  published_at: string;
+  productId: number | null;
+  owner: DeviceOwner | null;
+}
+
+export type DeliveryStatus = 'pending' | 'sending' | 'delivered' | 'failed';
+
+export interface DeliveryRecord {
+  id: string;
+  webhookId: string;
+  event: DeliveryEvent;
+  status: DeliveryStatus;
+  attempts: number;
+  skipped: number;
+  nextAt: Date;
+  createdAt: Date;
+  finishedAt: Date | null;
+  resendOf: string | null;
+}
+
+export interface NewDelivery {
+  id: string;
+  webhookId: string;
+  event: DeliveryEvent;
+  createdAt: Date;
+  /** Held by this node from the start (it sends at once), until the lease ends. */
+  lease: { node: string; until: Date } | null;
+  resendOf?: string | null;
+}
+
+export interface AttemptRecord {
+  deliveryId: string;
+  n: number;
+  at: Date;
+  outcome: 'delivered' | 'failed' | 'skipped';
+  status: number | null;
+  latencyMs: number;
+  answer: string | null;
+  error: string | null;
+}
+
+/** What an attempt changes: its row in the log, and the delivery's new state. */
+export interface AttemptOutcome {
+  attempt: AttemptRecord & { webhookId: string };
+  delivery: { status: DeliveryStatus; attempts: number; skipped: number; nextAt: Date; finishedAt: Date | null };
+}
+
+interface WebhookRow {
+  id: string; owner_kind: DeviceOwner['kind'] | null; owner_id: string | null; product_id: number | string | null; spec: WebhookSpec | string;
+  secret: string; previous_secret: string | null; previous_secret_until: Date | null; disabled_reason: string | null; failing_since: Date | null;
+  created_at: Date; updated_at: Date;
+}
+interface DeliveryRow {
+  id: string; webhook_id: string; event: DeliveryEvent | string; status: DeliveryStatus; attempts: number; skipped: number; next_at: Date;
+  created_at: Date; finished_at: Date | null; resend_of: string | null;
+}
+interface AttemptRow { delivery_id: string; n: number; at: Date; outcome: AttemptRecord['outcome']; status: number | null; latency_ms: number; answer: string | null; error: string | null }
+
+const json = <T>(v: T | string): T => (typeof v === 'string' ? JSON.parse(v) as T : v);
+const date = (v: Date | string | null) => (v === null ? null : new Date(v));
+
+function webhook(r: WebhookRow): WebhookRecord {
+  return {
+    id: r.id,
+    scope: r.product_id !== null ? { kind: 'product', productId: Number(r.product_id) } : { kind: 'user', owner: { kind: r.owner_kind as DeviceOwner['kind'], id: r.owner_id as string } },
+    spec: json(r.spec), secret: r.secret, previousSecret: r.previous_secret, previousSecretUntil: date(r.previous_secret_until),
+    disabledReason: r.disabled_reason, failingSince: date(r.failing_since), createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at),
+  };
+}
+
+function delivery(r: DeliveryRow): DeliveryRecord {
+  return {
+    id: r.id, webhookId: r.webhook_id, event: json(r.event), status: r.status, attempts: r.attempts, skipped: r.skipped,
+    nextAt: new Date(r.next_at), createdAt: new Date(r.created_at), finishedAt: date(r.finished_at), resendOf: r.resend_of,
+  };
+}
+
+function attempt(r: AttemptRow): AttemptRecord {
+  return { deliveryId: r.delivery_id, n: r.n, at: new Date(r.at), outcome: r.outcome, status: r.status, latencyMs: r.latency_ms, answer: r.answer, error: r.error };
+}
+
+const DELIVERY_COLUMNS = 'id, webhook_id, event, status, attempts, skipped, next_at, created_at, finished_at, resend_of';
+
+export function createWebhooksRepository(db: Queryable) {
+  const scopeWhere = (scope: WebhookScope, first: number) => (scope.kind === 'product'
+    ? { sql: `product_id = $${first}`, params: [scope.productId] }
+    : { sql: `owner_kind = $${first} AND owner_id = $${first + 1}`, params: [scope.owner.kind, scope.owner.id] });
+
+  return {
+    async insert(w: WebhookRecord, q: Queryable = db): Promise<void> {
+      const owner = w.scope.kind === 'user' ? w.scope.owner : null;
+      await q.query(
+        `INSERT INTO webhooks (id, owner_kind, owner_id, product_id, spec, secret, previous_secret, previous_secret_until, disabled_reason, failing_since, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+        [w.id, owner?.kind ?? null, owner?.id ?? null, w.scope.kind === 'product' ? w.scope.productId : null, JSON.stringify(w.spec), w.secret,
+          w.previousSecret, w.previousSecretUntil, w.disabledReason, w.failingSince, w.createdAt, w.updatedAt],
+      );
+    },
+
+    async update(id: string, change: Partial<Pick<WebhookRecord, 'spec' | 'secret' | 'previousSecret' | 'previousSecretUntil' | 'disabledReason' | 'failingSince'>> & { updatedAt: Date }, q: Queryable = db): Promise<WebhookRecord | undefined> {
+      const columns: Record<string, unknown> = { updated_at: change.updatedAt };
+      if (change.spec !== undefined) columns.spec = JSON.stringify(change.spec);
+      if (change.secret !== undefined) columns.secret = change.secret;
+      if (change.previousSecret !== undefined) columns.previous_secret = change.previousSecret;
+      if (change.previousSecretUntil !== undefined) columns.previous_secret_until = change.previousSecretUntil;
+      if (change.disabledReason !== undefined) columns.disabled_reason = change.disabledReason;
+      if (change.failingSince !== undefined) columns.failing_since = change.failingSince;
+      const names = Object.keys(columns);
+      const rows = await q.query<WebhookRow>(`UPDATE webhooks SET ${names.map((n, i) => `${n} = $${i + 2}`).join(', ')} WHERE id = $1 RETURNING *`, [id, ...Object.values(columns)]);
+      return rows[0] && webhook(rows[0]);
+    },
+
+    /** Marks a webhook failing since `at`, unless it already is (the first failure after a success counts). */
+    async markFailing(id: string, at: Date): Promise<WebhookRecord | undefined> {
+      const rows = await db.query<WebhookRow>('UPDATE webhooks SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING *', [id, at]);
+      return rows[0] && webhook(rows[0]);
+    },
+
+    async clearFailing(ids: string[]): Promise<void> {
+      if (ids.length > 0) await db.query('UPDATE webhooks SET failing_since = NULL WHERE id = ANY($1::text[]) AND failing_since IS NOT NULL', [ids]);
+    },
+
+    async remove(id: string, q: Queryable = db): Promise<boolean> {
+      return (await q.query('DELETE FROM webhooks WHERE id = $1 RETURNING id', [id])).length > 0;
+    },
+
+    async find(id: string, q: Queryable = db): Promise<WebhookRecord | undefined> {
+      const rows = await q.query<WebhookRow>('SELECT * FROM webhooks WHERE id = $1', [id]);
+      return rows[0] && webhook(rows[0]);
+    },
+
+    async list(scope: WebhookScope): Promise<WebhookRecord[]> {
+      const w = scopeWhere(scope, 1);
+      return (await db.query<WebhookRow>(`SELECT * FROM webhooks WHERE ${w.sql} ORDER BY created_at, id`, w.params)).map(webhook);
+    },
+
+    /** Every webhook: what each node keeps in memory to match events (a few thousand at most). */
+    async all(): Promise<WebhookRecord[]> {
+      return (await db.query<WebhookRow>('SELECT * FROM webhooks ORDER BY id')).map(webhook);
+    },
+
+    async countFor(scope: WebhookScope): Promise<number> {
+      const w = scopeWhere(scope, 1);
+      const rows = await db.query<{ n: string | number }>(`SELECT count(*) AS n FROM webhooks WHERE ${w.sql}`, w.params);
+      return Number(rows[0]?.n ?? 0);
+    },
+
+    /** Writes the deliveries of many events in one statement (the caller acknowledges the events after it). */
+    async insertDeliveries(items: NewDelivery[], q: Queryable = db): Promise<void> {
+      if (items.length === 0) return;
+      await q.query(
+        `INSERT INTO webhook_deliveries (id, webhook_id, event, status, next_at, lease_node, lease_until, created_at, resend_of)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[])`,
+        [items.map((d) => d.id), items.map((d) => d.webhookId), items.map((d) => JSON.stringify(d.event)), items.map((d) => (d.lease ? 'sending' : 'pending')),
+          items.map((d) => d.createdAt.toISOString()), items.map((d) => d.lease?.node ?? null), items.map((d) => d.lease?.until.toISOString() ?? null),
+          items.map((d) => d.createdAt.toISOString()), items.map((d) => d.resendOf ?? null)],
+      );
+    },
+
+    /**
+     * Takes up to `limit` deliveries that are due (or whose holder's lease ran out) for `node`,
+     * of webhooks that are enabled; nodes taking at once get different ones (SKIP LOCKED).
+     */
+    async claimDue(node: string, now: Date, leaseUntil: Date, limit: number): Promise<DeliveryRecord[]> {
+      const rows = await db.query<DeliveryRow>(
+        `UPDATE webhook_deliveries SET status = 'sending', lease_node = $1, lease_until = $3
+         WHERE id IN (
+           SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+           WHERE w.disabled_reason IS NULL AND NOT COALESCE((w.spec->>'disabled')::boolean, false)
+             AND ((d.status = 'pending' AND d.next_at <= $2) OR (d.status = 'sending' AND d.lease_until <= $2))
+           ORDER BY d.next_at LIMIT $4 FOR UPDATE OF d SKIP LOCKED)
+         RETURNING ${DELIVERY_COLUMNS}`,
+        [node, now, leaseUntil, limit],
+      );
+      return rows.map(delivery);
+    },
+
+    /** Records attempts and the deliveries' new states in one transaction's statements. */
+    async recordAttempts(outcomes: AttemptOutcome[], q: Queryable = db): Promise<void> {
+      if (outcomes.length === 0) return;
+      const a = outcomes.map((o) => o.attempt);
+      await q.query(
+        `INSERT INTO webhook_attempts (delivery_id, n, webhook_id, at, outcome, status, latency_ms, answer, error)
+         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::int[], $8::text[], $9::text[])
+         ON CONFLICT DO NOTHING`,
+        [a.map((x) => x.deliveryId), a.map((x) => x.n), a.map((x) => x.webhookId), a.map((x) => x.at.toISOString()), a.map((x) => x.outcome),
+          a.map((x) => x.status), a.map((x) => x.latencyMs), a.map((x) => x.answer), a.map((x) => x.error)],
+      );
+      const d = outcomes.map((o) => ({ id: o.attempt.deliveryId, ...o.delivery }));
+      await q.query(
+        `UPDATE webhook_deliveries AS t SET status = u.status, attempts = u.attempts, skipped = u.skipped, next_at = u.next_at, finished_at = u.finished_at,
+           lease_node = NULL, lease_until = NULL
+         FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::timestamptz[], $6::timestamptz[]) AS u(id, status, attempts, skipped, next_at, finished_at)
+         WHERE t.id = u.id`,
+        [d.map((x) => x.id), d.map((x) => x.status), d.map((x) => x.attempts), d.map((x) => x.skipped), d.map((x) => x.nextAt.toISOString()), d.map((x) => x.finishedAt?.toISOString() ?? null)],
+      );
+    },
+
+    /** Hands deliveries held by a node back (it stops): due again at once, for whichever node takes them. */
+    async release(node: string, ids: string[]): Promise<void> {
+      if (ids.length > 0) await db.query("UPDATE webhook_deliveries SET status = 'pending', lease_node = NULL, lease_until = NULL WHERE id = ANY($2::text[]) AND lease_node = $1 AND status = 'sending'", [node, ids]);
+    },
+
+    async findDelivery(id: string): Promise<DeliveryRecord | undefined> {
+      const rows = await db.query<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1`, [id]);
+      return rows[0] && delivery(rows[0]);
+    },
+
+    /** A webhook's deliveries, newest first, with their attempts; `before` pages back by creation time. */
+    async deliveries(webhookId: string, options: { limit: number; before?: Date; status?: DeliveryStatus }): Promise<Array<DeliveryRecord & { log: AttemptRecord[] }>> {
+      const params: unknown[] = [webhookId, options.limit];
+      let where = 'webhook_id = $1';
+      if (options.before) { params.push(options.before); where += ` AND created_at < $${params.length}`; }
+      if (options.status) { params.push(options.status); where += ` AND status = $${params.length}`; }
+      const rows = (await db.query<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`, params)).map(delivery);
+      if (rows.length === 0) return [];
+      const attempts = (await db.query<AttemptRow>('SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY n', [rows.map((r) => r.id)])).map(attempt);
+      return rows.map((r) => ({ ...r, log: attempts.filter((x) => x.deliveryId === r.id) }));
+    },
+
+    /** Deliveries of a webhook created in [from, to), oldest first (for a replay). */
+    async deliveriesBetween(webhookId: string, from: Date, to: Date, limit: number): Promise<DeliveryRecord[]> {
+      return (await db.query<DeliveryRow>(
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND created_at >= $2 AND created_at < $3 AND resend_of IS NULL ORDER BY created_at, id LIMIT $4`,
+        [webhookId, from, to, limit],
+      )).map(delivery);
+    },
+
+    /** Counts of a webhook's attempts by outcome since `since` (the log's 30 days). */
+    async counts(webhookId: string, since: Date): Promise<{ delivered: number; failed: number; skipped: number; pending: number }> {
+      const rows = await db.query<{ outcome: string; n: string | number }>(
+        `SELECT outcome, count(*) AS n FROM webhook_attempts WHERE webhook_id = $1 AND at >= $2 GROUP BY outcome
+         UNION ALL SELECT 'pending', count(*) FROM webhook_deliveries WHERE webhook_id = $1 AND status IN ('pending', 'sending')`,
+        [webhookId, since],
+      );
+      const n = (k: string) => Number(rows.find((r) => r.outcome === k)?.n ?? 0);
+      return { delivered: n('delivered'), failed: n('failed'), skipped: n('skipped'), pending: n('pending') };
+    },
+
+    /** The queue for the metrics: deliveries waiting, and the age of the oldest. */
+    async queue(now: Date): Promise<{ depth: number; oldestSeconds: number }> {
+      const rows = await db.query<{ n: string | number; oldest: Date | null }>(
+        "SELECT count(*) AS n, min(created_at) AS oldest FROM webhook_deliveries WHERE status IN ('pending', 'sending')",
+      );
+      const r = rows[0];
+      return { depth: Number(r?.n ?? 0), oldestSeconds: r?.oldest ? Math.max(0, (now.getTime() - new Date(r.oldest).getTime()) / 1000) : 0 };
+    },
+
+    /** Deliveries finished before `before` (and their attempts) go: the log keeps 30 days. */
+    async purgeFinished(before: Date): Promise<void> {
+      await db.query("DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'failed') AND created_at < $1", [before]);
+    },
+  };
+}
+
+export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>;

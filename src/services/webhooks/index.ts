@@ -1,0 +1,167 @@
+import type { Bus, CloudEvent } from '../../bus/bus.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Log } from '../../platform/log.js';
+import type { Secrets } from '../../platform/secrets.js';
+import type { DeliveryRecord, NewDelivery, WebhookRecord, WebhooksRepository } from '../../repositories/webhooks.repository.js';
+import { createBatcher } from '../../storage/batcher.js';
+import type { Db } from '../../storage/db.js';
+import type { AuditService } from '../audit.service.js';
+import { destinationCheck } from './destinations.js';
+import { createHosts, HOST_DEFAULTS } from './hosts.js';
+import { createWebhookManagement, newDeliveryId } from './manage.js';
+import { createWebhookIndex } from './matching.js';
+import { disabledEvent } from './responses.js';
+import { DISABLE_AFTER_FAILING_MS } from './schedule.js';
+import { createSender } from './sender.js';
+import type { EventContext } from './templates.js';
+import { createWorker, type DeliveryOutcome } from './worker.js';
+
+export interface WebhookSettings {
+  /** WEBHOOK_ALLOW_PRIVATE, normalised. */
+  allowPrivate: readonly string[];
+  leaseSeconds: number;
+  concurrency: number;
+  hostConcurrency: number;
+  pollMs?: number;
+}
+
+export interface WebhookMetrics {
+  attempt(outcome: string, seconds: number | null): void;
+}
+
+/** The bus notice that makes every node reload its webhooks. */
+const CHANGED = 'webhooks.changed';
+
+/**
+ * Webhooks (docs/webhooks.md; docs/architecture.md, "Webhooks"): the index of every webhook for
+ * matching events, the durable queue of deliveries written before an event is acknowledged, the
+ * worker that sends them, and their management.
+ */
+export function createWebhooks(deps: {
+  db: Db;
+  repo: WebhooksRepository;
+  bus: Bus;
+  clock: Clock;
+  secrets: Pick<Secrets, 'token'>;
+  audit: AuditService;
+  log: () => Log;
+  settings: WebhookSettings;
+  /** The template context of an event: its owner's name and the device's firmware version. */
+  describe(event: DeliveryRecord['event']): Promise<Pick<EventContext, 'ownerName' | 'firmwareVersion'>>;
+  metrics?: WebhookMetrics;
+}) {
+  const { repo, clock, bus } = deps;
+  const index = createWebhookIndex();
+  const check = destinationCheck(deps.settings.allowPrivate);
+  const sender = createSender({ check, connectionsPerHost: deps.settings.hostConcurrency });
+  const hosts = createHosts({ ...HOST_DEFAULTS, concurrency: deps.settings.hostConcurrency });
+  const leaseMs = deps.settings.leaseSeconds * 1000;
+  let loaded: Promise<void> | undefined;
+
+  const reload = async () => { index.replace(await repo.all()); };
+  const unlisten = bus.listen(CHANGED, () => { loaded = reload().catch((err) => deps.log().warn({ err }, 'webhooks could not be reloaded')); });
+
+  const worker = createWorker({
+    db: deps.db, repo, index, sender, hosts, clock, log: deps.log, node: bus.nodeId, leaseMs,
+    concurrency: deps.settings.concurrency, pollMs: deps.settings.pollMs ?? 1000,
+    async context(d) {
+      const more = await deps.describe(d.event);
+      return { id: d.id, name: d.event.name, data: d.event.data, coreid: d.event.coreid, published_at: d.event.published_at, productId: d.event.productId, ...more };
+    },
+    publish: (e) => bus.publish(e),
+    attempted: (o) => void attempted(o),
+  });
+
+  /** A webhook failing for DISABLE_AFTER_FAILING_MS, or answered 410 Gone, is disabled and says why. */
+  async function attempted(o: DeliveryOutcome): Promise<void> {
+    deps.metrics?.attempt(o.outcome, o.result ? o.result.latencyMs / 1000 : null);
+    const w = o.webhook;
+    try {
+      if (o.outcome === 'delivered') {
+        if (w.failingSince) await repo.clearFailing([w.id]);
+        return;
+      }
+      if (o.outcome !== 'failed') return;
+      const gone = o.result?.status === 410;
+      const failing = gone ? w : await repo.markFailing(w.id, clock.now());
+      if (!failing || failing.disabledReason) return;
+      const since = failing.failingSince?.getTime() ?? clock.nowMs();
+      if (!gone && clock.nowMs() - since < DISABLE_AFTER_FAILING_MS) return;
+      const reason = gone ? 'the receiver answered 410 Gone' : `every delivery failed for ${Math.round(DISABLE_AFTER_FAILING_MS / 86400_000)} days`;
+      await disable(w, reason);
+    } catch (err) {
+      deps.log().warn({ err, webhook: w.id }, 'a webhook\'s failures could not be recorded');
+    }
+  }
+
+  async function disable(w: WebhookRecord, reason: string): Promise<void> {
+    await repo.update(w.id, { disabledReason: reason, updatedAt: clock.now() });
+    bus.notify(CHANGED, {});
+    const account = w.scope.kind === 'product' ? { kind: 'product' as const, id: String(w.scope.productId) } : { kind: w.scope.owner.kind, id: w.scope.owner.id };
+    await deps.audit.record({ account, type: 'webhook.disabled', ip: null, details: { webhook_id: w.id, reason } });
+    bus.publish(disabledEvent(w, reason, clock.now().toISOString()));
+    deps.log().warn({ webhook: w.id, reason }, 'webhook disabled');
+  }
+
+  /** Many events' deliveries in one statement: a burst of publishes costs a few writes. */
+  const writes = createBatcher<NewDelivery[]>(async (batches) => { await repo.insertDeliveries(batches.flat()); }, { maxBatch: 1000 });
+
+  const manage = createWebhookManagement({
+    repo, clock, secrets: deps.secrets, audit: deps.audit, check,
+    changed: async () => {
+      await reload();
+      bus.notify(CHANGED, {});
+    },
+    pending: () => worker.poke(),
+  });
+
+  return {
+    manage,
+    index,
+    /**
+     * Writes the deliveries an event makes; resolves once they are stored, so that the caller
+     * acknowledges the event after (the device's PUBACK, the API's answer). Null when no webhook
+     * takes the event: nothing to wait for.
+     */
+    enqueue(event: CloudEvent): Promise<void> | null {
+      const hooks = index.match(event);
+      if (hooks.length === 0) return null;
+      const now = clock.now();
+      const until = new Date(now.getTime() + leaseMs);
+      const items: NewDelivery[] = hooks.map((w) => ({
+        id: newDeliveryId(deps.secrets), webhookId: w.id, createdAt: now, lease: { node: bus.nodeId, until },
+        event: { name: event.name, data: event.data, coreid: event.coreid, published_at: event.published_at, productId: event.productId, owner: event.owner },
+      }));
+      return writes.add(items).then(() => {
+        worker.take(items.map((i) => ({ id: i.id, webhookId: i.webhookId, event: i.event, status: 'sending', attempts: 0, skipped: 0, nextAt: now, createdAt: now, finishedAt: null, resendOf: null })), until.getTime());
+      });
+    },
+    /** A test delivery of a made-up event to one webhook (the console's "send a test event"). */
+    async test(w: WebhookRecord, data: string | null): Promise<string> {
+      const now = clock.now();
+      const id = newDeliveryId(deps.secrets);
+      const event = {
+        name: w.spec.event, data, coreid: w.spec.deviceId ?? 'api', published_at: now.toISOString(),
+        productId: w.scope.kind === 'product' ? w.scope.productId : null, owner: w.scope.kind === 'user' ? w.scope.owner : null,
+      };
+      await repo.insertDeliveries([{ id, webhookId: w.id, event, createdAt: now, lease: null }]);
+      worker.poke();
+      return id;
+    },
+    async start(): Promise<void> {
+      await reload();
+      worker.start();
+    },
+    /** Finishes the deliveries under way (a few seconds at most) and hands the rest back to the store. */
+    async stop(): Promise<void> {
+      unlisten();
+      await loaded;
+      await worker.stop();
+      await sender.close();
+    },
+    queue: () => repo.queue(clock.now()),
+    purge: () => repo.purgeFinished(new Date(clock.nowMs() - 30 * 86400_000)),
+  };
+}
+
+export type Webhooks = ReturnType<typeof createWebhooks>;

@@ -1,0 +1,120 @@
+import { lookup as dnsLookup } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import { Agent, request } from 'undici';
+import { hostOf, type DestinationCheck } from './destinations.js';
+import type { OutgoingRequest } from './request.js';
+
+/** Particle's time-out for a webhook's answer. */
+export const TIMEOUT_MS = 20_000;
+/** How much of an answer is read: enough for a response template and the log's excerpt. */
+export const MAX_ANSWER_BYTES = 64 * 1024;
+
+/** How one attempt went. `status` is absent when no answer came (refused, timed out, not allowed). */
+export interface AttemptResult {
+  status: number | null;
+  latencyMs: number;
+  /** The answer's body (at most MAX_ANSWER_BYTES), as text. */
+  body: string;
+  retryAfter: string | undefined;
+  error: string | null;
+  /** The destination was refused before connecting: not worth retrying until the webhook changes. */
+  refused: boolean;
+}
+
+class RefusedDestination extends Error {
+  readonly code = 'EWEBHOOKDESTINATION';
+}
+
+/**
+ * Resolves as the system does, then refuses the connection when an address the name resolves to
+ * is not allowed: checked at every connection, so a name that resolved to a public address when
+ * the webhook was saved cannot be pointed at this machine later.
+ */
+function guardedLookup(check: DestinationCheck): LookupFunction {
+  return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err);
+      for (const a of addresses) {
+        const refused = check(a.address);
+        if (refused) return callback(new RefusedDestination(`${hostname} resolves to ${refused}`));
+      }
+      if (options.all) return callback(null, addresses);
+      const first = addresses[0];
+      return first ? callback(null, first.address, first.family) : callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }));
+    });
+  }) as LookupFunction;
+}
+
+/**
+ * Sends deliveries with undici: keep-alive connections per host (bounded), no redirects followed,
+ * answers read up to a bound, a 20 s time-out for the whole exchange.
+ */
+export function createSender(options: { check: DestinationCheck; connectionsPerHost?: number }) {
+  const connect = (rejectUnauthorized: boolean) => ({ lookup: guardedLookup(options.check), rejectUnauthorized, timeout: 10_000 });
+  const agents = {
+    verified: new Agent({ connections: options.connectionsPerHost ?? 16, connect: connect(true), headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS }),
+    unverified: new Agent({ connections: options.connectionsPerHost ?? 16, connect: connect(false), headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS }),
+  };
+
+  async function send(r: OutgoingRequest, rejectUnauthorized: boolean): Promise<AttemptResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    const failed = (error: string, refused = false): AttemptResult => ({ status: null, latencyMs: elapsed(), body: '', retryAfter: undefined, error, refused });
+    // An address in the URL itself is connected to without a lookup: checked here.
+    const host = hostOf(r.url);
+    if (isIP(host)) {
+      const refused = options.check(host);
+      if (refused) return failed(refused, true);
+    }
+    try {
+      const res = await request(r.url, {
+        method: r.method,
+        headers: r.headers,
+        body: r.body === '' ? null : r.body,
+        dispatcher: rejectUnauthorized ? agents.verified : agents.unverified,
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body) {
+        const b = chunk as Buffer;
+        chunks.push(size + b.length > MAX_ANSWER_BYTES ? b.subarray(0, MAX_ANSWER_BYTES - size) : b);
+        size += b.length;
+        if (size >= MAX_ANSWER_BYTES) {
+          res.body.destroy();
+          break;
+        }
+      }
+      const retryAfter = res.headers['retry-after'];
+      return {
+        status: res.statusCode, latencyMs: elapsed(), body: Buffer.concat(chunks).toString('utf8'),
+        retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, error: null, refused: false,
+      };
+    } catch (err) {
+      return failed(...describe(err));
+    }
+  }
+
+  return {
+    send,
+    async close(): Promise<void> {
+      await Promise.all([agents.verified.close(), agents.unverified.close()]);
+    },
+  };
+}
+
+export type Sender = ReturnType<typeof createSender>;
+
+/** A failure in words for the log and `hook-error`, never with the request's secrets in it. */
+function describe(err: unknown): [string, boolean] {
+  const e = err as Error & { code?: string; cause?: Error & { code?: string } };
+  const cause = e.cause ?? e;
+  if (cause instanceof RefusedDestination) return [cause.message, true];
+  if (e.name === 'TimeoutError' || e.name === 'AbortError' || cause.code === 'UND_ERR_HEADERS_TIMEOUT' || cause.code === 'UND_ERR_BODY_TIMEOUT') return [`no answer within ${TIMEOUT_MS / 1000} s`, false];
+  if (cause.code === 'ECONNREFUSED') return ['connection refused', false];
+  if (cause.code === 'ENOTFOUND' || cause.code === 'EAI_AGAIN') return ['the host name does not resolve', false];
+  if (cause.code === 'ECONNRESET' || cause.code === 'UND_ERR_SOCKET') return ['the connection was closed before an answer', false];
+  if (cause.code?.startsWith('ERR_TLS') || /certificate|self.signed/i.test(cause.message)) return [`TLS: ${cause.message}`, false];
+  if (cause.code === 'UND_ERR_INVALID_ARG' || cause.code === 'ERR_INVALID_CHAR') return [`the request is invalid: ${cause.message}`, true];
+  return [cause.message || 'the request failed', false];
+}
