@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 import { basic, raw, type RawResponse } from './helpers/http.js';
 import { newProduct, rejection, signUp } from './helpers/fixtures.js';
 import { eventually } from './helpers/eventually.js';
+import { provision } from './helpers/device.js';
 
 /**
  * The webhook routes (docs/api.md, "Webhooks"): every field taken and shown again, what is
@@ -111,6 +112,22 @@ describe('fields', () => {
     assert.deepEqual([spelled.json.event, spelled.json.deviceID, spelled.json.requestType, spelled.json.name], ['sp', DEVICE, 'DELETE', null]);
   });
 
+  test('a user\'s webhook may name its device, as particle-api-js documents: the name becomes the id of the caller\'s device', async () => {
+    const { api, token } = await signUp(server.url);
+    const product = await newProduct(server.url, token);
+    const { id } = await provision(server.url, token, product.id);
+    await ok(call('POST', '/v1/devices', token, { id }));
+    await ok(call('PUT', `/v1/devices/${id}`, token, { name: 'porch-lamp' }));
+    const made = (await api.createWebhook({ event: 'named', url: `${hooks}/named`, device: 'porch-lamp', auth: token })).body;
+    assert.equal((await ok(call('GET', `/v1/webhooks/${made.id}`, token))).json.deviceID, id);
+    const other = await signUp(server.url);
+    const theirs = await call('POST', '/v1/webhooks', other.token, { event: 'named', url: `${hooks}/named`, deviceID: 'porch-lamp' });
+    assert.equal(theirs.status, 400);
+    assert.match(theirs.json.error_description, /you have no device named "porch-lamp"/);
+    const edited = await call('PUT', `/v1/webhooks/${made.id}`, token, { deviceid: 'no-such-lamp' });
+    assert.equal(edited.status, 400);
+  });
+
   test('PUT changes the fields given and keeps the others, the auth password too; a new body template replaces one of another kind; disabled turns it off and on', async () => {
     const { token } = await signUp(server.url);
     const made = (await ok(call('POST', '/v1/integrations', token, { integration_type: 'Webhook', event: 'edit', url: `${hooks}/edit`, json: { v: '{{{PARTICLE_EVENT_VALUE}}}' }, auth: { username: 'u', password: 'p4ss' }, name: 'Before' }), 201)).json;
@@ -155,7 +172,8 @@ describe('refusals', () => {
       [{ event: 'e', url, requestType: 'PATCH' }, /requestType must be one of GET, POST, PUT, DELETE/],
       [{ event: 'e', url, json: { a: 1 }, form: { b: '2' } }, /one of json, form and body/],
       [{ event: 'e', url, json: 5 }, /json must be an object/],
-      [{ event: 'e', url, deviceID: 'not-a-device' }, /deviceID must be a device id/],
+      [{ event: 'e', url, deviceID: 'not-a-device' }, /deviceID: you have no device named "not-a-device"/],
+      [{ event: 'e', url, deviceID: 12 }, /deviceID/],
       [{ event: 'e', url, headers: { Host: 'evil' } }, /Host is written by the cloud/],
       [{ event: 'e', url, headers: { 'Bad Name': 'x' } }, /not a valid header name/],
       [{ event: 'e', url, headers: { 'X-A': { nested: true } } }, /headers/],

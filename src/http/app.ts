@@ -163,7 +163,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   deviceCallRoutes(app, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, guard });
   const streams = eventStreams(app, deps.events, deps.settings.eventsKeepaliveSeconds, limits.openStream);
   eventRoutes(app, { events: deps.events, devices: deps.devices.access, streams, guard });
-  webhookRoutes(app, { webhooks: deps.webhooks, guard, publicUrl: deps.settings.publicUrl });
+  webhookRoutes(app, { webhooks: deps.webhooks, devices: deps.devices.access, guard, publicUrl: deps.settings.publicUrl });
   // Everything under /v1/products/:productIdOrSlug: the product is resolved once per request.
   productScope(app, deps.products, (scope) => {
     productTeamRoutes(scope, { products: deps.products, guard });
@@ -173,7 +173,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     productDeviceCallRoutes(scope, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, guard });
     productEventRoutes(scope, { events: deps.events, devices: deps.devices.access, streams, guard });
     configRoutes(scope, { config: deps.config, devices: deps.devices.access, guard });
-    productWebhookRoutes(scope, { webhooks: deps.webhooks, guard, publicUrl: deps.settings.publicUrl });
+    productWebhookRoutes(scope, { webhooks: deps.webhooks, devices: deps.devices.access, guard, publicUrl: deps.settings.publicUrl });
   });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

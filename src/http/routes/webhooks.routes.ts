@@ -4,6 +4,7 @@ import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { WebhookRecord, WebhookScope } from '../../repositories/webhooks.repository.js';
 import { accountOf } from '../../services/audit-account.js';
 import { MAX_EVENT_DATA_BYTES } from '../../services/events.service.js';
+import type { DeviceAccess } from '../../services/devices/access.js';
 import type { Webhooks } from '../../services/webhooks/index.js';
 import type { Actor } from '../../services/webhooks/manage.js';
 import { authOf, userIdOf, type Guard } from '../auth.js';
@@ -87,6 +88,22 @@ async function explained<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * A user's webhook may name its device as particle-api-js says ("device ID or Name"): a name
+ * becomes the id of the caller's device of that name. Ids are left to the core, as is a
+ * product's webhook (it takes no device).
+ */
+async function deviceByName(req: FastifyRequest, input: Body, devices: DeviceAccess): Promise<void> {
+  const d = input.deviceID;
+  if (typeof d !== 'string' || d === '' || d === 'any' || d === 'mine' || /^[0-9a-f]{24}$/i.test(d)) return;
+  try {
+    input.deviceID = (await devices.mustReach(authOf(req), d)).id;
+  } catch (err) {
+    if (isDomainError(err) && err.code === 'permission_denied') throw bad(`deviceID: you have no device named "${d.slice(0, 63)}" (give its name or its id)`);
+    throw err;
+  }
+}
+
 function time(value: string, field: string): Date {
   const t = Date.parse(value);
   if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(t)) throw bad(`${field} must be an ISO 8601 time, such as 2026-11-23T05:00:00Z`);
@@ -141,7 +158,9 @@ function webhookRoutesAt(app: FastifyInstance, place: Place, deps: WebhookDeps):
   }, async (req, reply) => {
     const { webhook, secret } = await explained(async () => {
       checkType(req.body, kind === 'integrations');
-      return manage.create(place.scope(req), normalised(req.body, false), actor(req));
+      const input = normalised(req.body, false);
+      if (place.owner === 'user') await deviceByName(req, input, deps.devices);
+      return manage.create(place.scope(req), input, actor(req));
     });
     const hookUrl = `${publicOriginOf(req, deps.publicUrl)}${place.pathOf(req, webhook.id)}`;
     return reply.code(201).send({ ok: true, ...webhookView(webhook), hookUrl, secret });
@@ -165,7 +184,9 @@ function webhookRoutesAt(app: FastifyInstance, place: Place, deps: WebhookDeps):
     const w = await owned(req);
     return { ok: true as const, ...webhookView(await explained(async () => {
       checkType(req.body, false);
-      return manage.update(w, normalised(req.body, true), actor(req));
+      const input = normalised(req.body, true);
+      if (place.owner === 'user') await deviceByName(req, input, deps.devices);
+      return manage.update(w, input, actor(req));
     })) };
   });
 
@@ -239,7 +260,7 @@ function webhookRoutesAt(app: FastifyInstance, place: Place, deps: WebhookDeps):
   });
 }
 
-interface WebhookDeps { webhooks: Webhooks; guard: Guard; publicUrl: string | undefined }
+interface WebhookDeps { webhooks: Webhooks; devices: DeviceAccess; guard: Guard; publicUrl: string | undefined }
 
 /** A user's webhooks: `/v1/webhooks` and `/v1/integrations`, user tokens only. */
 export function webhookRoutes(app: FastifyInstance, deps: WebhookDeps): void {
