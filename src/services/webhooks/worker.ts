@@ -75,6 +75,8 @@ export function createWorker(deps: WorkerDeps) {
       if (item.until - now < 5000) { ready.splice(i, 1); continue; }
       const webhook = deps.index.get(item.d.webhookId);
       if (!webhook) { ready.splice(i, 1); continue; } // deleted meanwhile: its deliveries went with it
+      // Disabled meanwhile: let go; the delivery waits in the store until the webhook is enabled.
+      if (webhook.disabledReason !== null || webhook.spec.disabled) { ready.splice(i, 1); continue; }
       const host = hostOf(webhook.spec.url);
       const sleeping = deps.hosts.sleepingUntil(host, now);
       if (sleeping) {
