@@ -167,7 +167,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const deviceCalls = createDeviceCallService({ bus, callTimeoutSeconds: settings.deviceCallTimeoutSeconds, observe: (kind, outcome, seconds) => metrics.deviceCommands.observe({ kind, outcome }, seconds) });
   const webhooks = createWebhooks({
     db, repo: createWebhooksRepository(db), bus, clock, secrets, audit, log,
-    settings: { allowPrivate: settings.webhookAllowPrivate, leaseSeconds: settings.webhookLeaseSeconds, concurrency: settings.webhookConcurrency, hostConcurrency: settings.webhookHostConcurrency },
+    settings: { allowPrivate: settings.webhookAllowPrivate, leaseSeconds: settings.webhookLeaseSeconds, concurrency: settings.webhookConcurrency, hostConcurrency: settings.webhookHostConcurrency, timeoutSeconds: settings.webhookTimeoutSeconds },
     // PRODUCT_USER_ID and PRODUCT_VERSION of the templates: the owner's name, the device's firmware.
     describe: async (e) => ({
       ownerName: e.owner ? await ownerNames.ofOwner(e.owner) : null,

@@ -51,6 +51,7 @@ export interface Settings {
   readonly webhookLeaseSeconds: number;
   readonly webhookConcurrency: number;
   readonly webhookHostConcurrency: number;
+  readonly webhookTimeoutSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -289,6 +290,7 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     parse: allowedAddresses,
   },
   { key: 'webhookLeaseSeconds', env: 'WEBHOOK_LEASE_SECONDS', flag: '--webhook-lease-seconds', default: '60', doc: 'How long a node holds a webhook delivery it took to send; a node that stops or dies without finishing has its deliveries taken by another after this long.', parse: integer(5, 3600) },
+  { key: 'webhookTimeoutSeconds', env: 'WEBHOOK_TIMEOUT_SECONDS', flag: '--webhook-timeout-seconds', default: '20', doc: 'How long a webhook request may take, from connecting to the end of the answer, before the attempt counts as failed (20 s, as Particle).', parse: integer(1, 120) },
   { key: 'webhookConcurrency', env: 'WEBHOOK_CONCURRENCY', flag: '--webhook-concurrency', default: '256', doc: 'Webhook deliveries one node sends at once, at most.', parse: integer(1, 10000) },
   { key: 'webhookHostConcurrency', env: 'WEBHOOK_HOST_CONCURRENCY', flag: '--webhook-host-concurrency', default: '32', doc: 'Webhook deliveries one node sends to one destination host at once, at most: a slow host cannot take every slot.', parse: integer(1, 1000) },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },

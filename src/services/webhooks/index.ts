@@ -22,6 +22,7 @@ export interface WebhookSettings {
   leaseSeconds: number;
   concurrency: number;
   hostConcurrency: number;
+  timeoutSeconds: number;
   pollMs?: number;
 }
 
@@ -53,7 +54,7 @@ export function createWebhooks(deps: {
   const { repo, clock, bus } = deps;
   const index = createWebhookIndex();
   const check = destinationCheck(deps.settings.allowPrivate);
-  const sender = createSender({ check, connectionsPerHost: deps.settings.hostConcurrency });
+  const sender = createSender({ check, connectionsPerHost: deps.settings.hostConcurrency, timeoutMs: deps.settings.timeoutSeconds * 1000 });
   const hosts = createHosts({ ...HOST_DEFAULTS, concurrency: deps.settings.hostConcurrency });
   const leaseMs = deps.settings.leaseSeconds * 1000;
   let loaded: Promise<void> | undefined;

@@ -49,11 +49,12 @@ function guardedLookup(check: DestinationCheck): LookupFunction {
  * Sends deliveries with undici: keep-alive connections per host (bounded), no redirects followed,
  * answers read up to a bound, a 20 s time-out for the whole exchange.
  */
-export function createSender(options: { check: DestinationCheck; connectionsPerHost?: number }) {
+export function createSender(options: { check: DestinationCheck; connectionsPerHost?: number; timeoutMs?: number }) {
+  const timeoutMs = options.timeoutMs ?? TIMEOUT_MS;
   const connect = (rejectUnauthorized: boolean) => ({ lookup: guardedLookup(options.check), rejectUnauthorized, timeout: 10_000 });
   const agents = {
-    verified: new Agent({ connections: options.connectionsPerHost ?? 16, connect: connect(true), headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS }),
-    unverified: new Agent({ connections: options.connectionsPerHost ?? 16, connect: connect(false), headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS }),
+    verified: new Agent({ connections: options.connectionsPerHost ?? 16, connect: connect(true), headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
+    unverified: new Agent({ connections: options.connectionsPerHost ?? 16, connect: connect(false), headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
   };
 
   async function send(r: OutgoingRequest, rejectUnauthorized: boolean): Promise<AttemptResult> {
@@ -72,7 +73,7 @@ export function createSender(options: { check: DestinationCheck; connectionsPerH
         headers: r.headers,
         body: r.body === '' ? null : r.body,
         dispatcher: rejectUnauthorized ? agents.verified : agents.unverified,
-        signal: AbortSignal.timeout(TIMEOUT_MS),
+        signal: AbortSignal.timeout(timeoutMs),
       });
       const chunks: Buffer[] = [];
       let size = 0;
@@ -91,7 +92,7 @@ export function createSender(options: { check: DestinationCheck; connectionsPerH
         retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, error: null, refused: false,
       };
     } catch (err) {
-      return failed(...describe(err));
+      return failed(...describe(err, timeoutMs));
     }
   }
 
@@ -106,11 +107,11 @@ export function createSender(options: { check: DestinationCheck; connectionsPerH
 export type Sender = ReturnType<typeof createSender>;
 
 /** A failure in words for the log and `hook-error`, never with the request's secrets in it. */
-function describe(err: unknown): [string, boolean] {
+function describe(err: unknown, timeoutMs: number): [string, boolean] {
   const e = err as Error & { code?: string; cause?: Error & { code?: string } };
   const cause = e.cause ?? e;
   if (cause instanceof RefusedDestination) return [cause.message, true];
-  if (e.name === 'TimeoutError' || e.name === 'AbortError' || cause.code === 'UND_ERR_HEADERS_TIMEOUT' || cause.code === 'UND_ERR_BODY_TIMEOUT') return [`no answer within ${TIMEOUT_MS / 1000} s`, false];
+  if (e.name === 'TimeoutError' || e.name === 'AbortError' || cause.code === 'UND_ERR_HEADERS_TIMEOUT' || cause.code === 'UND_ERR_BODY_TIMEOUT') return [`no answer within ${timeoutMs / 1000} s`, false];
   if (cause.code === 'ECONNREFUSED') return ['connection refused', false];
   if (cause.code === 'ENOTFOUND' || cause.code === 'EAI_AGAIN') return ['the host name does not resolve', false];
   if (cause.code === 'ECONNRESET' || cause.code === 'UND_ERR_SOCKET') return ['the connection was closed before an answer', false];

@@ -75,11 +75,13 @@ export function createWorker(deps: WorkerDeps) {
       if (item.until - now < 5000) { ready.splice(i, 1); continue; }
       const webhook = deps.index.get(item.d.webhookId);
       if (!webhook) { ready.splice(i, 1); continue; } // deleted meanwhile: its deliveries went with it
+      // Disabled meanwhile: let go; the delivery waits in the store until the webhook is enabled.
+      if (webhook.disabledReason !== null || webhook.spec.disabled) { ready.splice(i, 1); continue; }
       const host = hostOf(webhook.spec.url);
       const sleeping = deps.hosts.sleepingUntil(host, now);
       if (sleeping) {
         ready.splice(i, 1);
-        void settle(item.d, webhook, null, 'skipped', sleeping);
+        void skip(item.d, webhook, sleeping);
         continue;
       }
       if (!deps.hosts.hasRoom(host)) { i++; continue; }
@@ -121,6 +123,15 @@ export function createWorker(deps: WorkerDeps) {
       const at = clock.now().toISOString();
       for (const e of responseEvents(webhook, context, { sent: result.status !== null, ok, status: result.status, body: result.body, error: result.error }, at)) deps.publish(e);
     }
+  }
+
+  /** Not sent: the host sleeps. Recorded, due again when it wakes, and said as Particle says it (`hook-error`). */
+  async function skip(d: DeliveryRecord, webhook: WebhookRecord, until: number): Promise<void> {
+    await settle(d, webhook, null, 'skipped', until);
+    const context = await deps.context(d).catch(() => undefined);
+    if (!context) return;
+    const error = `Sleeping, too many errors from ${hostOf(webhook.spec.url)}; trying again at ${new Date(until).toISOString()}`;
+    for (const e of responseEvents(webhook, context, { sent: false, ok: false, status: null, body: '', error }, clock.now().toISOString())) deps.publish(e);
   }
 
   /** Records an attempt and the delivery's next state: delivered, due again later, or failed for good. */

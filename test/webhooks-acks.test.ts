@@ -1,0 +1,99 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createDevice, type Device } from '../src/sdk/index.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { raw } from './helpers/http.js';
+import { newProduct, signUp } from './helpers/fixtures.js';
+import { provision } from './helpers/device.js';
+import { eventually } from './helpers/eventually.js';
+import { openEventStream } from './helpers/sse.js';
+import { faultyDb, type FaultyDb } from './helpers/faults.js';
+import { startReceiver, type Receiver } from './helpers/receiver.js';
+
+/**
+ * At least once (docs/webhooks.md): an event is acknowledged (the device's PUBACK, the API's 200)
+ * only once its webhook deliveries are stored; when they cannot be, it is not acknowledged.
+ */
+let server: TestServer;
+let receiver: Receiver;
+let faulty: FaultyDb | undefined;
+let owner: string;
+let productId: number;
+const devices: Device[] = [];
+before(async () => {
+  server = await startTestServer({ env: { WEBHOOK_ALLOW_PRIVATE: '127.0.0.1' }, wrapDb: (db) => (faulty = faultyDb(db)) });
+  receiver = await startReceiver();
+  ({ token: owner } = await signUp(server.url));
+  productId = (await newProduct(server.url, owner)).id;
+  await server.skyport.services.webhooks.manage.create({ kind: 'product', productId }, { event: 'reading', url: `${receiver.url}/acks` }, { account: { kind: 'product', id: String(productId) }, ip: null });
+});
+after(async () => {
+  await Promise.all(devices.map((d) => d.close()));
+  await receiver.close();
+  await server.close();
+});
+
+async function device(protocolVersion: 4 | 5): Promise<Device> {
+  const who = await provision(server.url, owner, productId);
+  const d = createDevice({ url: server.mqttUrl, id: who.id, secret: who.secret, protocolVersion, reconnect: false });
+  devices.push(d);
+  await d.connect();
+  return d;
+}
+
+const settled = (p: Promise<unknown>) => {
+  const state = { done: false };
+  void p.then(() => { state.done = true; }, () => { state.done = true; });
+  return state;
+};
+
+test('the PUBACK waits for the deliveries to be stored, and later PUBACKs wait behind it in order', async () => {
+  const d = await device(4);
+  const stream = await openEventStream(`${server.url}/v1/products/${productId}/events`, owner);
+  const held = (faulty as FaultyDb).pauseAt(/INSERT INTO webhook_deliveries/);
+  const first = d.publish('reading', '1');
+  await held.reached;
+  // An event no webhook takes, published after: its PUBACK may not overtake the first's.
+  const second = d.publish('other', '2');
+  const a = settled(first);
+  const b = settled(second);
+  // The cloud has both events (its streams show them; an immediate PUBACK goes out with that), and acknowledged neither.
+  await eventually(() => stream.events.find((e) => e.name === 'other'));
+  stream.close();
+  assert.deepEqual([a.done, b.done], [false, false]);
+  held.release();
+  await first;
+  await second;
+  await eventually(() => (receiver.received.some((r) => new URLSearchParams(r.body).get('data') === '1') ? true : undefined));
+});
+
+test('deliveries that cannot be stored: MQTT 5 hears 0x80 and the publish fails; a 3.1.1 device is disconnected, so it sends again', async () => {
+  const v5 = await device(5);
+  (faulty as FaultyDb).crashAt(/INSERT INTO webhook_deliveries/);
+  await assert.rejects(v5.publish('reading', 'lost?'), (err: Error & { code?: number }) => err.code === 0x80 || /0x80|Unspecified|128/i.test(err.message));
+  assert.equal((faulty as FaultyDb).crashed, true);
+  assert.equal(v5.state, 'online', 'the connection stays');
+
+  const v4 = await device(4);
+  (faulty as FaultyDb).crashAt(/INSERT INTO webhook_deliveries/);
+  const gone = new Promise<void>((resolve) => v4.once('offline', () => resolve()));
+  // mqtt.js keeps the unacknowledged publish to send again on its next connection: it does not settle here.
+  void v4.publish('reading', 'again').catch(() => undefined);
+  await gone;
+  assert.notEqual(v4.state, 'online');
+});
+
+test('the API answers 200 once the deliveries are stored, 503 when they cannot be', async () => {
+  const url = `${server.url}/v1/products/${productId}/events`;
+  const ok = await raw(url, { method: 'POST', token: owner, json: { name: 'reading', data: 'from-api' } });
+  assert.equal(ok.status, 200, ok.text);
+  await eventually(() => (receiver.received.some((r) => new URLSearchParams(r.body).get('data') === 'from-api') ? true : undefined));
+  (faulty as FaultyDb).unreachable = true;
+  try {
+    const refused = await raw(url, { method: 'POST', token: owner, json: { name: 'reading', data: 'down' } });
+    assert.equal(refused.status, 503, refused.text);
+    assert.equal(refused.json.error, 'service_unavailable');
+  } finally {
+    (faulty as FaultyDb).unreachable = false;
+  }
+});
