@@ -9,7 +9,11 @@
  *   `deviceInfo` and `scan` throw on an empty answer; they throw inside a socket's event handler,
  *   where nothing can catch them and the process would end;
  * - `configure` answers whatever the device said, `{"r":-1}` included, as a success;
- * - `configure`, `setClaimCode` and the constructor throw at once on bad arguments.
+ * - `configure`, `setClaimCode` and the constructor throw at once on bad arguments;
+ * - it frames a body with its length in characters, not bytes (TCP's length line, HTTP's
+ *   Content-Length): a network name with non-ASCII characters does not arrive whole, so
+ *   `configure` refuses one here, with that reason, rather than let the device answer "not JSON"
+ *   (TCP) or hang up (HTTP). The password is sent encrypted, as hex: any text works.
  * So each command here settles once, the device's answer is checked before the library sees it
  * (an empty answer or `r` other than 0 becomes an error with the device's reason), and a throw of
  * the library's answer handler fails the command under way instead of the process.
@@ -92,6 +96,9 @@ export class SoftApClient {
    * (RSA PKCS#1 v1.5, hex). `publicKey()` must have answered first.
    */
   configure(network: { ssid: string; security: number | string; password?: string; channel: number }): Promise<void> {
+    if (/[^\x00-\x7f]/.test(network.ssid)) {
+      return Promise.reject(new SoftApError('configure-ap', `softap-setup 4.1.0 cannot send the network name "${network.ssid}": it counts the body's length in characters, and the name has non-ASCII ones`));
+    }
     // A copy: the library writes its conversions into the object it is given.
     const options: SoftAPSetup.ConfigureOptions = { ssid: network.ssid, security: network.security, channel: network.channel };
     if (network.password !== undefined && network.password !== '') options.password = network.password;

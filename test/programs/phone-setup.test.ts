@@ -113,6 +113,16 @@ describe('the softap-setup adapter', () => {
     }
   });
 
+  test('a network name the library cannot frame (non-ASCII) is refused before it is sent, saying why', async () => {
+    const device = await scriptedDevice('{"b":"00","r":0}');
+    try {
+      const client = new SoftApClient({ protocol: 'tcp', host: '127.0.0.1', port: device.port });
+      await assert.rejects(client.configure({ ssid: 'Café', security: 0, channel: 6 }), /cannot send the network name "Café".*non-ASCII/);
+    } finally {
+      await device.close();
+    }
+  });
+
   test('a device that is not there: a refused connection, as an error', async () => {
     const device = await scriptedDevice(undefined);
     await device.close();
