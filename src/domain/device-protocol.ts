@@ -12,6 +12,8 @@ export type VariableType = (typeof VARIABLE_TYPES)[number];
 
 /** Cloud → device topics (docs/device-protocol.md, "Topics"). */
 export const cloudTopic = (deviceId: string, leaf: 'call' | 'get' | 'signal' | 'claim' | 'error' | 'config/set'): string => `${TOPIC_ROOT}/${deviceId}/cloud/${leaf}`;
+/** The cloud's event, from the device, once a claim code made it someone's. */
+export const CLAIMED_EVENT = 'spark/device/claimed';
 export const cloudEventTopic = (deviceId: string, name: string): string => `${TOPIC_ROOT}/${deviceId}/cloud/events/${name}`;
 
 /** What a device publishes, read from the topic; null when the device may not publish there. */

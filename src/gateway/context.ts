@@ -29,7 +29,7 @@ export interface GatewayContext {
   closing(): boolean;
   authenticate(id: string, secret: string): Promise<SessionDevice | null>;
   describe(id: string, hello: Hello): void;
-  claim(id: string, code: string): Promise<DeviceOwner>;
+  claim(id: string, code: string): Promise<{ owner: DeviceOwner; productId: number | null }>;
   heard(id: string): void;
   /** The device reported what it holds of its configuration (a hash per module). */
   configHello(id: string, hashes: Record<string, string>): void;

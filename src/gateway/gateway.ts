@@ -22,7 +22,7 @@ export interface GatewayDeps {
   secrets: Pick<Secrets, 'token'>;
   log: () => Log;
   authenticate(id: string, secret: string): Promise<DeviceRecord | null>;
-  claim(deviceId: string, code: string): Promise<DeviceOwner>;
+  claim(deviceId: string, code: string): Promise<{ owner: DeviceOwner; productId: number | null }>;
   /** A device reported the hashes of the configuration it holds (delivery answers with what differs). */
   configHello(deviceId: string, hashes: Record<string, string>): void;
   /** Brings a device held here up to date with its committed configuration (the bus's `sync`). */

@@ -1,11 +1,14 @@
 import { EventEmitter } from 'node:events';
 import mqtt from 'mqtt';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
-import { refusal } from './errors.js';
+import { ClaimRefusedError, refusal } from './errors.js';
 import type { Bindings } from './config.js';
 import { ConfigModules } from './config-modules.js';
 import { answerCall, answerGet, type FunctionHandler, type Reply, type Variable, type VariableGetter, type VariableType } from './replies.js';
 import { topicMatches } from '../domain/device-protocol.js';
+import { createSetupKey, type SetupKey } from './setup/keys.js';
+import { Listening, type ClaimOutcome, type ListenOptions } from './setup/listening.js';
+import { isCellular, listeningRefusal } from './setup/platforms.js';
 
 /** An event as the cloud delivers it to a device (docs/device-protocol.md, "Events"). */
 export interface DeviceEventMessage {
@@ -44,6 +47,23 @@ export interface DeviceOptions {
   claimTimeoutMs?: number;
   /** Folder where configuration modules are saved between runs; without it they live in memory only. */
   configDir?: string;
+  /**
+   * Device OS platform id (6 Photon, 12 Argon, 13 Boron, 26 Tracker...). Cellular platforms have
+   * no Wi-Fi step in listening mode; the older ones need free memory to enter it.
+   */
+  platformId?: number;
+  /** Free memory in bytes, as the firmware would report it (for the listening mode rule). */
+  freeMemory?: number;
+  /** Whether the device was claimed before (what `device-id` answers in listening mode). */
+  claimed?: boolean;
+}
+
+/** The firmware refused to enter listening mode; the device goes on as it was. */
+export class ListeningRefusedError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'ListeningRefusedError';
+  }
 }
 
 /** Where a device stands (Device.state). */
@@ -58,7 +78,8 @@ interface PendingClaim { resolve: () => void; reject: (err: Error) => void; time
  * receives events, presents claim codes, and reconnects with exponential backoff and full jitter.
  *
  * Events: 'online', 'offline', 'error' (Error), 'warning' (CloudWarning), 'signal' (boolean),
- * 'config' (module name, the value applied).
+ * 'config' (module name, the value applied), 'claimed', 'claim-failed' (ClaimRefusedError): how
+ * a claim code given in listening mode fared.
  */
 export class Device extends EventEmitter {
   readonly id: string;
@@ -76,6 +97,12 @@ export class Device extends EventEmitter {
   private closed = false;
   private online = false;
   private onlineSince = 0;
+  private isClaimed: boolean;
+  /** Given during setup; presented on every connect until the cloud settles it. */
+  private claimCode: string | undefined;
+  private claiming: Promise<ClaimOutcome> | undefined;
+  private setupKey: SetupKey | undefined;
+  private listening: Listening | null = null;
 
   constructor(private readonly options: DeviceOptions) {
     super();
@@ -83,6 +110,12 @@ export class Device extends EventEmitter {
     // An 'error' without a listener would throw; a device keeps running and reconnects instead.
     this.on('error', () => undefined);
     this.modules = new ConfigModules(options.configDir, (err) => this.emit('error', err));
+    this.isClaimed = options.claimed ?? false;
+  }
+
+  /** Whether the cloud has confirmed a claim of this device. */
+  get claimed(): boolean {
+    return this.isClaimed;
   }
 
   get connected(): boolean {
@@ -173,6 +206,45 @@ export class Device extends EventEmitter {
     return ready;
   }
 
+  /**
+   * Listening mode (docs/sdk.md, "Listening mode"), as the firmware's `WiFi.listen()`: the device
+   * drops its cloud connection and serves Particle's device-setup protocol over HTTP and TCP
+   * until an app sends `connect-ap`; it then joins the simulated Wi-Fi network, connects and
+   * presents the claim code it was given. Throws ListeningRefusedError, the device untouched,
+   * when the platform's free-memory rule forbids it.
+   */
+  async listen(options: ListenOptions = {}): Promise<Listening> {
+    const refused = listeningRefusal(this.options.platformId, this.options.freeMemory);
+    if (refused) throw new ListeningRefusedError(refused);
+    if (this.listening?.active) return this.listening;
+    // Opened first: a port that is taken leaves the device as it was.
+    const session = await Listening.start({
+      id: this.id,
+      cellular: isCellular(this.options.platformId),
+      isClaimed: () => this.isClaimed,
+      key: (this.setupKey ??= createSetupKey()),
+      setClaimCode: (code) => { this.claimCode = code; },
+      goOnline: async () => {
+        await this.connect();
+        return this.claiming;
+      },
+      left: (s) => { if (this.listening === s) this.listening = null; },
+    }, options);
+    this.listening = session;
+    this.suspend();
+    return session;
+  }
+
+  /** Leaves the cloud without giving up on it: listening mode holds the radio. */
+  private suspend(): void {
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    const client = this.client;
+    this.client = null;
+    client?.end(true);
+    this.setOnline(false);
+  }
+
   /** Publishes an event (docs/device-protocol.md, "Events"); resolves on the cloud's PUBACK. */
   async publish(name: string, data?: string | null, options: { ttl?: number; private?: boolean } = {}): Promise<void> {
     const client = this.mustBeConnected();
@@ -199,6 +271,7 @@ export class Device extends EventEmitter {
   /** Disconnects for good (DISCONNECT, so no will is published) and stops reconnecting. */
   async close(): Promise<void> {
     this.closed = true;
+    await this.listening?.stop();
     if (this.retry) clearTimeout(this.retry);
     this.retry = null;
     const client = this.client;
@@ -274,6 +347,8 @@ export class Device extends EventEmitter {
       if (this.client !== client) return;
       this.onlineSince = Date.now();
       this.setOnline(true);
+      // The firmware presents a claim code it holds on each connect until the cloud settles it.
+      this.claiming = this.claimCode === undefined ? undefined : this.presentClaimCode(this.claimCode);
       for (const w of [...this.waiters]) w();
     } catch (err) {
       this.emit('error', err as Error);
@@ -282,12 +357,31 @@ export class Device extends EventEmitter {
     }
   }
 
+  private async presentClaimCode(code: string): Promise<ClaimOutcome> {
+    try {
+      await this.claim(code);
+    } catch (err) {
+      // Refused by the cloud (unknown, used or expired code; claimed by another): kept, it would
+      // be refused again. Lost in a dropped connection: kept for the next connect.
+      if (err instanceof ClaimRefusedError) {
+        if (this.claimCode === code) this.claimCode = undefined;
+        this.emit('claim-failed', err);
+        return { claimed: false, error: err.code };
+      }
+      throw err;
+    }
+    if (this.claimCode === code) this.claimCode = undefined;
+    this.isClaimed = true;
+    this.emit('claimed');
+    return { claimed: true };
+  }
+
   private reconnectOptions(): ReconnectOptions {
     return { minMs: 1000, maxMs: 60_000, stableMs: 10_000, ...(this.options.reconnect || {}) };
   }
 
   private scheduleReconnect(): void {
-    if (this.closed || this.options.reconnect === false) return;
+    if (this.closed || this.listening || this.options.reconnect === false) return;
     const delay = backoffDelay(this.attempt++, this.reconnectOptions());
     this.retry = setTimeout(() => {
       this.retry = null;
@@ -363,8 +457,10 @@ export class Device extends EventEmitter {
     const waiting = this.claims.shift();
     if (!waiting) return;
     clearTimeout(waiting.timer);
-    if (body.ok === true) waiting.resolve();
-    else waiting.reject(new Error(`claim refused: ${String(body.error)}`));
+    if (body.ok === true) {
+      this.isClaimed = true;
+      waiting.resolve();
+    } else waiting.reject(new ClaimRefusedError(String(body.error)));
   }
 
   private deliver(event: DeviceEventMessage): void {

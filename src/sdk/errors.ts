@@ -40,3 +40,11 @@ export function refusal(code: unknown): ConnectionRefusedError | null {
   if (BANNED.has(code)) return new ConnectionRefusedError(code, false, 'too many failed attempts');
   return null;
 }
+
+/** The cloud refused a claim code (`claim_code_invalid`, `device_claimed`): presenting it again would not help. */
+export class ClaimRefusedError extends Error {
+  constructor(readonly code: string) {
+    super(`claim refused: ${code}`);
+    this.name = 'ClaimRefusedError';
+  }
+}

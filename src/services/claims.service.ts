@@ -8,6 +8,9 @@ import type { DeviceOwner, DevicesRepository } from '../repositories/devices.rep
 import type { ProductsRepository } from '../repositories/products.repository.js';
 import type { AuditService } from './audit.service.js';
 
+/** Who owns a device once its claim code is redeemed, and the product it is in (a claim may add it to one). */
+export interface ClaimedDevice { owner: DeviceOwner; productId: number | null }
+
 /**
  * Claim codes (docs/api.md, "Claim codes"): asked for by a user (POST /v1/device_claims) or by a customer
  * of a product (POST /v1/products/:p/device_claims); random, stored only as a hash, single use,
@@ -43,7 +46,7 @@ export function createClaimService(deps: {
      * the code. A product customer's code claims only devices of that product (a device in no
      * product of the same platform joins it).
      */
-    async redeem(deviceId: string, code: string): Promise<DeviceOwner> {
+    async redeem(deviceId: string, code: string): Promise<ClaimedDevice> {
       if (typeof code !== 'string' || code.length === 0 || code.length > 200) throw new DomainError('claim_code_invalid', 'The claim code is not valid');
       const claimed = await deps.db.transaction(async (tx) => {
         const claim = await repo.consume(secrets.sha256(code), tx);
@@ -59,11 +62,11 @@ export function createClaimService(deps: {
           await deps.devices.setProduct([device.id], claim.productId, tx);
         }
         await deps.devices.setOwner(device.id, claim.owner, tx);
-        return { owner: claim.owner, deviceId: device.id };
+        return { owner: claim.owner, deviceId: device.id, productId: claim.productId ?? device.productId };
       });
       // Recorded after the commit: the embedded store has one connection, held by the transaction.
       await deps.audit.record({ account: claimed.owner, type: 'device.claimed', ip: null, details: { device_id: claimed.deviceId, via: 'claim_code' } });
-      return claimed.owner;
+      return { owner: claimed.owner, productId: claimed.productId };
     },
 
     purgeExpired: () => repo.purgeExpired(clock.now()),

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createDevice, type Device } from '../sdk/index.js';
+import { createDevice, type Device, type DeviceOptions } from '../sdk/index.js';
 import { defaultSchema } from '../domain/config/default-schema.js';
 import { schemaModules } from './schema-modules.js';
 
@@ -37,12 +37,28 @@ export interface SimulationResult {
 }
 
 /**
- * Connects simulated devices with the SDK, a bounded number at a time, each with the functions
- * `led` (1 for "on", else 0) and `echo` (the argument's length) and the variables `temp` (double)
- * and `uptime` (int32), and the configuration modules of the default tracker schema, taking every
- * value it allows (so a product's settings reach them and show in sync). The `skyport sim`
- * command uses it. The devices in the
- * result stay connected (and reconnect) until the caller closes them.
+ * One simulated device, not connected yet: the functions `led` (1 for "on", else 0) and `echo`
+ * (the argument's length), the variables `temp` (double) and `uptime` (int32), and the
+ * configuration modules of the default tracker schema, taking every value it allows (so a
+ * product's settings reach it and show in sync).
+ */
+export async function simulatedDevice(options: DeviceOptions): Promise<Device> {
+  const device = createDevice(options);
+  const bootedAt = Date.now();
+  let temp = 20 + Math.random() * 5;
+  device
+    .function('led', (arg) => (arg === 'on' ? 1 : 0))
+    .function('echo', (arg) => arg.length)
+    .variable('temp', 'double', () => (temp += (Math.random() - 0.5) / 10))
+    .variable('uptime', 'int32', () => Math.floor((Date.now() - bootedAt) / 1000));
+  for (const [name, bindings] of schemaModules(defaultSchema())) await device.configModule(name, bindings);
+  return device;
+}
+
+/**
+ * Connects simulated devices (simulatedDevice) with the SDK, a bounded number at a time. The
+ * `skyport sim` command uses it. The devices in the result stay connected (and reconnect) until
+ * the caller closes them.
  */
 export async function runSimulation(options: SimulationOptions, hooks: { onProgress?: (p: SimulationProgress) => void } = {}): Promise<SimulationResult> {
   const total = options.identities.length;
@@ -60,15 +76,7 @@ export async function runSimulation(options: SimulationOptions, hooks: { onProgr
   async function worker(): Promise<void> {
     while (next < total && !options.signal?.aborted) {
       const who = options.identities[next++] as Identity;
-      const device = createDevice({ url: options.mqttUrl, id: who.id, secret: who.secret, systemFirmwareVersion: options.systemFirmwareVersion ?? '5.8.0' });
-      const bootedAt = Date.now();
-      let temp = 20 + Math.random() * 5;
-      device
-        .function('led', (arg) => (arg === 'on' ? 1 : 0))
-        .function('echo', (arg) => arg.length)
-        .variable('temp', 'double', () => (temp += (Math.random() - 0.5) / 10))
-        .variable('uptime', 'int32', () => Math.floor((Date.now() - bootedAt) / 1000));
-      for (const [name, bindings] of schemaModules(defaultSchema())) await device.configModule(name, bindings);
+      const device = await simulatedDevice({ url: options.mqttUrl, id: who.id, secret: who.secret, systemFirmwareVersion: options.systemFirmwareVersion ?? '5.8.0' });
       connecting.add(device);
       try {
         await device.connect({ timeoutMs: options.connectTimeoutMs ?? 30_000 });

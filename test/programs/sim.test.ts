@@ -1,13 +1,14 @@
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { raw } from '../helpers/http.js';
+import { email, startTestServer, type TestServer } from '../helpers/server.js';
+import { basic, raw } from '../helpers/http.js';
+import { softap } from '../helpers/softap.js';
 import { eventually } from '../helpers/eventually.js';
-import { newProduct, signUp } from '../helpers/fixtures.js';
+import { PASSWORD, newProduct, signUp } from '../helpers/fixtures.js';
 import { spawnSkyport } from '../helpers/cli.js';
 
 /** `skyport sim` as a user runs it, against a started server. */
@@ -129,4 +130,80 @@ test('bad flags are refused before anything is provisioned', async () => {
   const done = await sim(['--count', '2', '--product', '1', '--duration', 'soon'], { SKYPORT_TOKEN: 'x', SKYPORT_API_URL: 'http://127.0.0.1:9' });
   assert.equal(done.code, 1);
   assert.match(done.err, /^skyport: --duration must be a whole number from 1 to 604800\n$/);
+});
+
+describe('sim --listening: devices an app sets up as it would hardware', () => {
+  test('two devices on the ports asked for; set up over TCP and HTTP by softap-setup, each claimed by its customer', async () => {
+    const { token } = await signUp(server.url);
+    const product = await newProduct(server.url, token, 'Lamps', 12);
+    const client = await raw(`${server.url}/v1/products/${product.id}/clients`, { method: 'POST', token, json: { name: 'app', type: 'installed', scope: 'customers:create' } });
+    const app = { id: client.json.client.id as string, secret: client.json.client.secret as string };
+    const ids = (await raw(`${server.url}/v1/products/${product.id}/device_identities`, { method: 'POST', token, json: { quantity: 2 } })).json.devices as Array<{ id: string; device_secret: string }>;
+    const dir = mkdtempSync(join(tmpdir(), 'skyport-sim-'));
+    const credentials = join(dir, 'devices.csv');
+    writeFileSync(credentials, ['id,secret', ...ids.map((d) => `${d.id},${d.device_secret}`)].join('\n'));
+    const wifi = join(dir, 'wifi.json');
+    writeFileSync(wifi, JSON.stringify([{ ssid: 'home', password: 'correct horse battery', security: 'wpa2', channel: 6, rssi: -40 }]));
+    const [httpPort, tcpPort] = [await closedPort(), await closedPort()];
+    const run = simProcess(['--listening', '--credentials', credentials, '--wifi', wifi, '--softap-http-port', String(httpPort), '--softap-tcp-port', String(tcpPort), '--api-url', server.url, '--mqtt-url', server.mqttUrl]);
+    try {
+      const lines = () => run.output().out.split('\n');
+      for (const d of ids) await eventually(() => lines().find((l) => l.startsWith(`${d.id}  listening`)), 10_000, `${d.id} listening`);
+      // One line per device with its two setup addresses, consecutive ports from those asked for.
+      assert.ok(lines().includes(`${ids[0]!.id}  listening  http http://127.0.0.1:${httpPort}  tcp 127.0.0.1:${tcpPort}`), run.output().out);
+      assert.ok(lines().includes(`${ids[1]!.id}  listening  http http://127.0.0.1:${httpPort + 1}  tcp 127.0.0.1:${tcpPort + 1}`), run.output().out);
+
+      for (const [i, protocol] of (['tcp', 'http'] as const).entries()) {
+        const device = ids[i]!;
+        const customer = await raw(`${server.url}/v1/products/${product.id}/customers`, { method: 'POST', headers: { authorization: basic(app.id, app.secret) }, form: { email: email(), password: PASSWORD } });
+        const customerToken = customer.json.access_token as string;
+        const code = (await raw(`${server.url}/v1/products/${product.id}/device_claims`, { method: 'POST', token: customerToken, json: {} })).json.claim_code as string;
+        const setup = softap('127.0.0.1', (protocol === 'tcp' ? tcpPort : httpPort) + i, protocol);
+        assert.deepEqual(await setup.deviceInfo(), { id: device.id, claimed: false });
+        await setup.setClaimCode(code);
+        assert.deepEqual((await setup.scan()).map((n) => n.ssid), ['home']);
+        await setup.publicKey();
+        await setup.configure({ ssid: 'home', security: 'wpa2_aes', password: 'correct horse battery', channel: 6 });
+        await setup.connect();
+        await eventually(() => lines().find((l) => l === `${device.id}  claimed: the cloud confirmed the claim code`), 10_000, `${device.id} claimed`);
+        const listed = (await raw(`${server.url}/v1/devices`, { token: customerToken })).json as Array<{ id: string }>;
+        assert.deepEqual(listed.map((d) => d.id), [device.id]);
+        const call = await raw(`${server.url}/v1/devices/${device.id}/echo`, { method: 'POST', token: customerToken, json: { arg: 'lamp' } });
+        assert.equal(call.json.return_value, 4, call.text);
+      }
+      // Progress of each step, and never the Wi-Fi password.
+      const first = lines().filter((l) => l.startsWith(ids[0]!.id)).map((l) => l.slice(ids[0]!.id.length + 2));
+      for (const step of ['claim code stored', 'Wi-Fi network "home" stored', 'joining "home"', 'joined "home"', 'connected to the cloud']) assert.ok(first.includes(step), `${step} in ${first.join(' | ')}`);
+      assert.ok(!run.output().out.includes('correct horse battery'));
+    } finally {
+      run.kill('SIGINT');
+      const done = await run.done;
+      assert.equal(done.code, 0, done.err);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('bad options are refused before any device starts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'skyport-sim-'));
+    try {
+      const credentials = join(dir, 'devices.csv');
+      writeFileSync(credentials, 'id,secret\n0123456789abcdef01234567,x\n0123456789abcdef01234568,y\n');
+      const wifi = join(dir, 'wifi.json');
+      writeFileSync(wifi, JSON.stringify([{ ssid: 'home', security: 'wpa3' }]));
+      const cases: Array<[string[], RegExp]> = [
+        [['--listening'], /--listening needs --credentials FILE/],
+        [['--listening', '--credentials', credentials, '--wifi', wifi], /wifi\.json\[0\]\.security: one of open, wep, wpa, wpa2, wpa2-enterprise/],
+        [['--listening', '--credentials', credentials, '--wifi', join(dir, 'none.json')], /none\.json: ENOENT/],
+        [['--listening', '--credentials', credentials, '--softap-http-port', '70000'], /--softap-http-port must be a port number/],
+        [['--listening', '--credentials', credentials, '--softap-http-port', '9000', '--softap-tcp-port', '9001'], /ranges 9000-9001 and 9001-9002 overlap/],
+      ];
+      for (const [args, pattern] of cases) {
+        const r = await sim([...args, '--api-url', server.url, '--mqtt-url', server.mqttUrl]);
+        assert.notEqual(r.code, 0, args.join(' '));
+        assert.match(r.err, pattern, args.join(' '));
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

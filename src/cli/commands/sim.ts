@@ -14,6 +14,12 @@ interface SimOptions {
   concurrency?: string;
   connectTimeout?: string;
   json?: boolean;
+  listening?: boolean;
+  softapHost?: string;
+  softapHttpPort?: string;
+  softapTcpPort?: string;
+  wifi?: string;
+  platformId?: string;
 }
 
 const positive = (raw: string | undefined, name: string, fallback: number, max: number): number => {
@@ -75,6 +81,12 @@ export function registerSimCommand(program: Command): void {
     .option('--concurrency <n>', 'connections opened at once', '200')
     .option('--connect-timeout <seconds>', 'a device not online after this long counts as failed', '30')
     .option('--duration <seconds>', 'stop after this long (default: run until Ctrl-C)')
+    .option('--listening', 'start the devices of --credentials in listening mode, to be set up by an app (docs/sdk.md, "Listening mode")')
+    .option('--softap-host <address>', 'address of the setup servers in listening mode', '127.0.0.1')
+    .option('--softap-http-port <port>', 'HTTP setup port of the first device, the next ones follow (0: any free port)', '0')
+    .option('--softap-tcp-port <port>', 'TCP setup port of the first device, the next ones follow (0: any free port)', '0')
+    .option('--wifi <file>', 'the Wi-Fi networks around the devices: a JSON list of {ssid, password, security, channel, rssi}')
+    .option('--platform-id <id>', 'Device OS platform of the devices (cellular ones, e.g. 13, have no Wi-Fi step)')
     // --api-url and --json are the command line's global options (src/cli/lib/context.ts).
     .action(async (_opts: SimOptions, cmd: Command) => {
       const opts = cmd.optsWithGlobals<SimOptions>();
@@ -85,12 +97,60 @@ export function registerSimCommand(program: Command): void {
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       try {
-        await simulate(opts, stopping.signal);
+        if (opts.listening) await listen(opts, stopping.signal);
+        else await simulate(opts, stopping.signal);
       } finally {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
       }
     });
+}
+
+const port = (raw: string | undefined, name: string): number => {
+  if (raw === undefined) return 0;
+  if (!/^\d+$/.test(raw) || Number(raw) > 65_535) throw new Error(`--${name} must be a port number from 0 to 65535`);
+  return Number(raw);
+};
+
+/** Until Ctrl-C, or `duration` seconds. */
+function runUntilStopped(signal: AbortSignal, duration: number | undefined): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = duration === undefined ? undefined : setTimeout(resolve, duration * 1000);
+    signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+  });
+}
+
+/**
+ * `--listening`: each device of the file in listening mode on its own setup ports, one line per
+ * device with its addresses, then a line per step of its setup (with --json, one JSON object per
+ * line: {device, message}).
+ */
+async function listen(opts: SimOptions, signal: AbortSignal): Promise<void> {
+  if (!opts.credentials) throw new Error('--listening needs --credentials FILE: the devices to set up (ids and secrets from provisioning)');
+  const apiUrl = (opts.apiUrl ?? process.env.SKYPORT_API_URL ?? 'http://localhost:8080').replace(/\/+$/, '');
+  const mqttUrl = opts.mqttUrl ?? process.env.SKYPORT_MQTT_URL ?? `mqtt://${new URL(apiUrl).hostname}:1883`;
+  const duration = opts.duration === undefined ? undefined : positive(opts.duration, 'duration', 1, 7 * 86400);
+  const httpPort = port(opts.softapHttpPort, 'softap-http-port');
+  const tcpPort = port(opts.softapTcpPort, 'softap-tcp-port');
+  const platformId = opts.platformId === undefined ? undefined : positive(opts.platformId, 'platform-id', 1, 65_535);
+  const { readIdentities } = await import('../../sim/simulator.js');
+  const { readNetworks, startListening } = await import('../../sim/listening.js');
+  let identities = readIdentities(opts.credentials);
+  if (opts.count) identities = identities.slice(0, positive(opts.count, 'count', 1, 1000));
+  if (identities.length === 0) throw new Error(`${opts.credentials}: no device identities in the file`);
+  if (identities.length > 1000) throw new Error('--listening: at most 1000 devices (two ports each); --count chooses the first ones');
+  const networks = opts.wifi ? readNetworks(opts.wifi) : undefined;
+  const print = (id: string, message: string) => {
+    process.stdout.write(opts.json ? `${JSON.stringify({ device: id, message })}\n` : `${id}  ${message}\n`);
+  };
+  const run = await startListening({
+    mqttUrl, identities, host: opts.softapHost ?? '127.0.0.1', httpPort, tcpPort,
+    ...(networks ? { networks } : {}), ...(platformId === undefined ? {} : { platformId }),
+  }, print);
+  if (!opts.json) process.stderr.write(`${run.devices.length} device(s) in listening mode; Ctrl-C to stop\n`);
+  await runUntilStopped(signal, duration);
+  await run.close();
 }
 
 /** Provisions or reads the identities, connects them, prints the summary, runs until stopped. */
@@ -154,10 +214,7 @@ async function simulate(opts: SimOptions, signal: AbortSignal): Promise<void> {
   // With no device connected there is nothing to keep running.
   if (!signal.aborted && result.devices.length > 0) {
     if (duration === undefined && !opts.json) process.stderr.write('running; Ctrl-C to stop\n');
-    await new Promise<void>((resolve) => {
-      const timer = duration === undefined ? undefined : setTimeout(resolve, duration * 1000);
-      signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
-    });
+    await runUntilStopped(signal, duration);
   }
   await Promise.all(result.devices.map((d) => d.close().catch(() => undefined)));
   if (result.failed > 0) process.exitCode = 1;

@@ -1,9 +1,8 @@
 import type { IPublishPacket } from 'mqtt-packet';
 import { isDomainError } from '../../domain/errors.js';
 import {
-  BadPayload, cloudTopic, parseClaim, parseConfigAck, parseConfigHello, parseDeviceEvent, parseDeviceTopic, parseHello, parseReply, publishLimit,
+  BadPayload, CLAIMED_EVENT, cloudTopic, parseClaim, parseConfigAck, parseConfigHello, parseDeviceEvent, parseDeviceTopic, parseHello, parseReply, publishLimit,
 } from '../../domain/device-protocol.js';
-import type { DeviceOwner } from '../../repositories/devices.repository.js';
 import type { SessionDevice } from '../context.js';
 import type { Session } from '../session.js';
 import { publishToDevice, reportError, send } from '../outgoing.js';
@@ -71,9 +70,12 @@ function claim(s: Session, payload: Buffer): void {
   const code = parseClaim(payload);
   const device = s.device as SessionDevice;
   s.ctx.claim(device.id, code).then(
-    (owner: DeviceOwner) => {
-      s.ctx.moved(s, { owner, productId: device.productId });
+    (to) => {
+      s.ctx.moved(s, to);
       publishToDevice(s, cloudTopic(device.id, 'claim'), { ok: true });
+      // The new owner's event streams see it happen: an app waiting for its device during
+      // setup learns it is claimed without polling (docs/device-protocol.md, "Claiming").
+      s.ctx.publishEvent(s, { name: CLAIMED_EVENT, data: 'claimed', ttl: 60, private: true });
     },
     (err: unknown) => {
       const error = isDomainError(err) ? (err.code === 'device_claimed_by_other' ? 'device_claimed' : err.code) : 'server_error';
