@@ -19,12 +19,12 @@ export class DeviceError extends Error {
   }
 }
 
-/** Readable names of the security types the device reports (Particle's WLanSecurityType). */
+/** Readable names of the security codes the device reports (the WICED codes of Particle's Wi-Fi firmware). */
 const SECURITY = new Map([
-  [0, 'open'], [1, 'WEP'], [0x8001, 'WEP'],
-  [0x00200002, 'WPA'], [0x00200004, 'WPA'], [0x00200006, 'WPA'],
-  [0x00400002, 'WPA2'], [0x00400004, 'WPA2'], [0x00400006, 'WPA2'],
-  [0x10400004, 'WPA2 Enterprise'],
+  [0, 'open'], [0x1, 'WEP'], [0x8001, 'WEP'],
+  [0x200002, 'WPA'], [0x200004, 'WPA'], [0x200006, 'WPA'],
+  [0x400002, 'WPA2'], [0x400004, 'WPA2'], [0x400006, 'WPA2'],
+  [0x2400002, 'WPA2 Enterprise'], [0x2400004, 'WPA2 Enterprise'], [0x2400006, 'WPA2 Enterprise'],
 ]);
 export const securityName = (sec) => SECURITY.get(sec) ?? 'secured';
 
