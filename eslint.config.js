@@ -12,6 +12,26 @@ export default tseslint.config(
     },
   },
   {
+    // The web example's page: plain JavaScript that no compiler checks, run by the browser as
+    // it is. Every name must be declared or the browser's own, and it imports only its own modules
+    // (no build step resolves a package name).
+    files: ['examples/simple-auth-web/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(['document', 'location', 'fetch', 'URL', 'URLSearchParams', 'AbortSignal', 'TextEncoder', 'crypto', 'setTimeout'].map((name) => [name, 'readonly'])),
+    },
+    rules: {
+      'no-undef': 'error',
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^(?!\\./)', message: 'the page loads its own modules only: import ./file.js' }] }],
+    },
+  },
+  {
+    // Its static file server, a Node program.
+    files: ['examples/simple-auth-web/*.mjs'],
+    languageOptions: { sourceType: 'module', globals: { process: 'readonly', console: 'readonly' } },
+    rules: { 'no-undef': 'error' },
+  },
+  {
     files: ['src/domain/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', {
