@@ -4234,7 +4234,15 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody: {
+                content: {
+                    "application/json": {
+                        id?: string;
+                        ids?: string[];
+                        access_token?: string;
+                    };
+                };
+            };
             responses: {
                 /** @description Default Response */
                 200: {

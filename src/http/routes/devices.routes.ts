@@ -192,6 +192,8 @@ export function productDeviceRoutes(scope: FastifyInstance, deps: { devices: Dev
       summary: 'Add devices to the product: {id}, {ids:[...]}, or a multipart file of ids, one per line',
       params: P,
       consumes: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
+      // The JSON body, by its content type: a form's or a multipart file's is read by the handler.
+      body: { content: { 'application/json': { schema: Type.Object({ id: Type.Optional(Type.String()), ids: Type.Optional(Type.Array(Type.String())), access_token: Type.Optional(Str(200)) }) } } },
       response: { 200: ImportResultSchema, ...errorResponses(400, 401, 403, 413) },
     },
   }, async (req) => {
