@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { ApiError } from './api.js';
+import { ApiError } from './lib/api-error.js';
 import { CopyButton } from './copy.js';
 import { takeTemporaryToken, type Session, type TemporaryToken } from './session.js';
 

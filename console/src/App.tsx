@@ -1,6 +1,7 @@
 import { lazy, Suspense, useEffect, useState } from 'react';
 import { QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
-import { ApiError } from './api.js';
+import { ApiError } from './lib/api-error.js';
+import { accountClients } from './clients-api.js';
 import { forget, hasExpired, logOut, renew, revokeTemporariesOnExit, savedSession, type Session } from './session.js';
 import { useRenewal } from './use-renewal.js';
 import { ApiTokenButton } from './ApiToken.js';
@@ -70,7 +71,7 @@ export function App() {
         <Routes>
           <Route path="/" element={<Products session={session} />} />
           <Route path="/products/:slug/*" element={<Product session={session} />} />
-          <Route path="/clients" element={<section aria-labelledby="account-clients-title"><h2 id="account-clients-title">OAuth clients</h2><p>Clients of your own account: their tokens act as you.</p><Clients session={session} base="/v1/clients" title="Your clients" /></section>} />
+          <Route path="/clients" element={<section aria-labelledby="account-clients-title"><h2 id="account-clients-title">OAuth clients</h2><p>Clients of your own account: their tokens act as you.</p><Clients session={session} at={accountClients} title="Your clients" /></section>} />
           <Route path="/account" element={<Suspense fallback={<p>Loading…</p>}><Account session={session} /></Suspense>} />
           <Route path="*" element={<p>No such page. <Link to="/">Your products</Link></p>} />
         </Routes>

@@ -1,3 +1,5 @@
+import type { ApiAnswer, ApiBody } from './lib/api-client.js';
+
 /**
  * The three kinds of OAuth client the console offers, as API values (docs/api.md, "OAuth
  * clients"): a Simple Auth app creates customers who then log in themselves; a Two-Legged
@@ -5,7 +7,8 @@
  */
 export type ClientKind = 'mobile' | 'web' | 'server';
 
-export interface ClientRecord { id: string; name: string; type: 'installed' | 'web'; scope: string | null; redirect_uri?: string }
+export type ClientRecord = ApiAnswer<'/v1/clients'>['clients'][number];
+export type NewClient = ApiBody<'/v1/clients', 'post'>;
 
 export const KINDS: Array<{ kind: ClientKind; label: string; hint: string }> = [
   { kind: 'mobile', label: 'Simple Auth mobile app', hint: 'An app that creates customers, who log in with a password.' },
@@ -13,7 +16,7 @@ export const KINDS: Array<{ kind: ClientKind; label: string; hint: string }> = [
   { kind: 'server', label: 'Two-Legged server', hint: 'Your own back-end: full access, and it mints tokens for its customers.' },
 ];
 
-export function bodyFor(kind: ClientKind, name: string, redirectUri: string): Record<string, string> {
+export function bodyFor(kind: ClientKind, name: string, redirectUri: string): NewClient {
   if (kind === 'web') return { name, type: 'web', redirect_uri: redirectUri, scope: 'customers:create' };
   if (kind === 'mobile') return { name, type: 'installed', scope: 'customers:create' };
   return { name, type: 'installed' };

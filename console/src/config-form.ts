@@ -1,6 +1,7 @@
 import type { ErrorSchema, RJSFSchema, UiSchema } from '@rjsf/utils';
 import { pointerKeys, type Violation } from './config-paths.js';
 import { InterpretingValidator } from './schema-validator.js';
+import type { ApiAnswer } from './lib/api-client.js';
 
 export { violationsOf, type Violation } from './config-paths.js';
 
@@ -67,7 +68,8 @@ export function deviceSchema(schema: ConfigSchema, development: boolean): Config
   return development ? schema : only(schema, (m) => m.deviceLevelOnly === true);
 }
 
-export type Source = 'default' | 'fleet' | 'device';
+/** Where a setting's value comes from, as explain answers it. */
+export type Source = ApiAnswer<'/v1/products/{productIdOrSlug}/config/{deviceId}/explain'>['settings'][number]['source'];
 const SOURCE_WORDS: Record<Source, string> = {
   default: "From the schema's default.",
   fleet: 'From the fleet configuration.',

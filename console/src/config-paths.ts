@@ -1,4 +1,4 @@
-import { ApiError } from './api.js';
+import { ApiError } from './lib/api-error.js';
 
 /**
  * Configuration documents by JSON pointer, as the API names settings (violations, explain,

@@ -1,10 +1,9 @@
 import { useQuery } from '@tanstack/react-query';
-import { api } from './api.js';
+import { api, type ApiAnswer } from './lib/api-client.js';
 import type { Session } from './session.js';
 import type { ConfigSchema } from './config-form.js';
 
-interface Counts { in_sync: number; pending: number; rejected: number }
-interface RolloutView extends Counts { devices: number; pending_online: number; modules: Record<string, Counts> }
+type Counts = ApiAnswer<'/v1/products/{productIdOrSlug}/config/rollout'>['modules'][string];
 
 /** How often the rollout is read while the page is open: devices take a change within seconds. */
 const EVERY_MS = 2000;
@@ -33,7 +32,7 @@ function Bar({ label, counts, total }: { label: string; counts: Counts; total: n
 export function Rollout({ session, product, schema }: { session: Session; product: string; schema: ConfigSchema }) {
   const rollout = useQuery({
     queryKey: ['rollout', product],
-    queryFn: () => api<RolloutView>(`/v1/products/${encodeURIComponent(product)}/config/rollout`, { token: session.token }),
+    queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/config/rollout', { params: { path: { productIdOrSlug: product } } }),
     refetchInterval: EVERY_MS,
   });
   const title = (module: string) => {

@@ -1,4 +1,5 @@
-import { api, ApiError } from './api.js';
+import { api, FORM, type ApiAnswer } from './lib/api-client.js';
+import { ApiError } from './lib/api-error.js';
 
 /**
  * The console's own session: a short token of the password grant, through the console's public
@@ -39,7 +40,11 @@ function keep(s: Session | null): Session | null {
   return s;
 }
 
-interface TokenAnswer { access_token: string; refresh_token?: string; expires_in: number }
+type TokenAnswer = ApiAnswer<'/oauth/token', 'post'>;
+
+/** A grant of the token endpoint (a form), as the console's own client. */
+const grant = (form: { grant_type: string } & Record<string, string>): Promise<TokenAnswer> =>
+  api(null).POST('/oauth/token', { headers: { authorization: CLIENT, ...FORM }, body: form });
 
 function sessionOf(t: TokenAnswer, username: string): Session {
   const s: Session = { token: t.access_token, username, expiresAt: Date.now() + t.expires_in * 1000 };
@@ -50,7 +55,7 @@ function sessionOf(t: TokenAnswer, username: string): Session {
 /** The first step: a session, or the MFA challenge's token when the account has MFA on. */
 export async function logIn(username: string, password: string): Promise<Session | { mfaToken: string }> {
   try {
-    const t = await api<TokenAnswer>('/oauth/token', { method: 'POST', headers: { authorization: CLIENT }, form: { grant_type: 'password', username, password, expires_in: String(SESSION_SECONDS) } });
+    const t = await grant({ grant_type: 'password', username, password, expires_in: String(SESSION_SECONDS) });
     return sessionOf(t, username);
   } catch (err) {
     if (err instanceof ApiError && err.code === 'mfa_required' && typeof err.body.mfa_token === 'string') return { mfaToken: err.body.mfa_token };
@@ -61,15 +66,15 @@ export async function logIn(username: string, password: string): Promise<Session
 /** The second step with MFA on: the six-digit code, or a recovery code. */
 export async function logInWithCode(username: string, mfaToken: string, code: string): Promise<Session> {
   const recovery = !/^\d{6}$/.test(code.trim());
-  const form: Record<string, string> = recovery
+  const form: { grant_type: string } & Record<string, string> = recovery
     ? { grant_type: 'urn:custom:recovery-code', mfa_token: mfaToken, recovery_code: code.trim() }
     : { grant_type: 'urn:custom:mfa-otp', mfa_token: mfaToken, otp: code.trim() };
-  const t = await api<TokenAnswer>('/oauth/token', { method: 'POST', headers: { authorization: CLIENT }, form });
+  const t = await grant(form);
   return sessionOf(t, username);
 }
 
 export async function signUp(username: string, password: string): Promise<void> {
-  await api('/v1/users', { method: 'POST', json: { username, password } });
+  await api(null).POST('/v1/users', { body: { username, password } });
 }
 
 /** How long until the session should be renewed (ms; 0: now); null for a session that cannot be. */
@@ -88,8 +93,7 @@ export function renew(s: Session): Promise<Session> {
   // A refresh token is single use: the timer and a request that met an expired token share one renewal.
   let pending = renewals.get(refreshToken);
   if (!pending) {
-    pending = api<TokenAnswer>('/oauth/token', { method: 'POST', headers: { authorization: CLIENT }, form: { grant_type: 'refresh_token', refresh_token: refreshToken } })
-      .then((t) => sessionOf(t, s.username));
+    pending = grant({ grant_type: 'refresh_token', refresh_token: refreshToken }).then((t) => sessionOf(t, s.username));
     renewals.set(refreshToken, pending);
   }
   return pending;
@@ -108,8 +112,8 @@ export async function logOut(session: Session): Promise<void> {
   keep(null);
   temporaries.clear();
   await Promise.all([
-    api('/v1/access_tokens/current', { method: 'DELETE', token: session.token }).catch(() => undefined),
-    session.refreshToken && api('/oauth/revoke', { method: 'POST', headers: { authorization: CLIENT }, form: { token: session.refreshToken } }).catch(() => undefined),
+    api(session.token).DELETE('/v1/access_tokens/current').catch(() => undefined),
+    session.refreshToken && api(null).POST('/oauth/revoke', { headers: { authorization: CLIENT, ...FORM }, body: { token: session.refreshToken } }).catch(() => undefined),
   ]);
 }
 
@@ -125,11 +129,11 @@ export function forget(): void {
  */
 const temporaries = new Set<string>();
 
-export interface TemporaryToken { access_token: string; expires_at: string }
+export type TemporaryToken = ApiAnswer<'/v1/access_tokens', 'post'>;
 
 /** A temporary token of this session for the user's own code (POST /v1/access_tokens). */
 export async function takeTemporaryToken(session: Session): Promise<TemporaryToken> {
-  const t = await api<TemporaryToken>('/v1/access_tokens', { method: 'POST', token: session.token, json: {} });
+  const t = await api(session.token).POST('/v1/access_tokens', { body: {} });
   temporaries.add(t.access_token);
   return t;
 }
@@ -143,7 +147,7 @@ export async function takeTemporaryToken(session: Session): Promise<TemporaryTok
 export function revokeTemporariesOnExit(): () => void {
   const onHide = () => {
     for (const t of temporaries) {
-      void fetch('/v1/access_tokens/current', { method: 'DELETE', headers: { authorization: `Bearer ${t}` }, keepalive: true }).catch(() => undefined);
+      void api(t).DELETE('/v1/access_tokens/current', { keepalive: true }).catch(() => undefined);
     }
     temporaries.clear();
   };

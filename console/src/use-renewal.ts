@@ -1,5 +1,5 @@
 import { useEffect } from 'react';
-import { ApiError } from './api.js';
+import { ApiError } from './lib/api-error.js';
 import { renew, renewalDelay, type Session } from './session.js';
 
 /**

@@ -1,12 +1,11 @@
 import { useState } from 'react';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api } from '../api.js';
+import { api, type ApiAnswer } from '../lib/api-client.js';
 import { Pager } from '../Pager.js';
 import type { Session } from '../session.js';
 import { ConfirmButton } from '../Confirm.js';
 
-interface Token { id: string; client_id: string; created_at: string; expires_at: string | null; temporary: boolean; current: boolean; same_session: boolean }
-interface Page { tokens: Token[]; meta: { page: number; total_pages: number; total: number } }
+type Token = ApiAnswer<'/v1/user/access_tokens'>['tokens'][number];
 
 const PER_PAGE = 10;
 const when = (iso: string | null) => (iso === null ? 'never' : new Date(iso).toLocaleString());
@@ -27,11 +26,11 @@ export function AccessTokens({ session }: { session: Session }) {
   const [page, setPage] = useState(1);
   const list = useQuery({
     queryKey: ['access-tokens', page],
-    queryFn: () => api<Page>(`/v1/user/access_tokens?page=${page}&per_page=${PER_PAGE}`, { token: session.token }),
+    queryFn: () => api(session.token).GET('/v1/user/access_tokens', { params: { query: { page, per_page: PER_PAGE } } }),
     placeholderData: keepPreviousData,
   });
   const revoke = useMutation({
-    mutationFn: (id: string) => api(`/v1/user/access_tokens/${id}`, { method: 'DELETE', token: session.token }),
+    mutationFn: (id: string) => api(session.token).DELETE('/v1/user/access_tokens/{id}', { params: { path: { id } } }),
     onSuccess: async () => {
       await client.invalidateQueries({ queryKey: ['access-tokens'] });
       await client.invalidateQueries({ queryKey: ['security-events'] });

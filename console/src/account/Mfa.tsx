@@ -1,11 +1,9 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api } from '../api.js';
+import { api } from '../lib/api-client.js';
 import { CopyButton, DownloadLink } from '../copy.js';
 import type { Session } from '../session.js';
 import { QrCode } from './QrCode.js';
-
-interface Enrolment { mfa_token: string; secret: string; otpauth_url: string }
 
 /**
  * Two-step verification: turning it on (a QR code of the otpauth URI, the secret for typing in,
@@ -13,15 +11,15 @@ interface Enrolment { mfa_token: string; secret: string; otpauth_url: string }
  */
 export function Mfa({ session }: { session: Session }) {
   const client = useQueryClient();
-  const user = useQuery({ queryKey: ['user'], queryFn: () => api<{ mfa: { enabled: boolean } }>('/v1/user', { token: session.token }) });
+  const user = useQuery({ queryKey: ['user'], queryFn: () => api(session.token).GET('/v1/user') });
   const [codes, setCodes] = useState<string[] | null>(null);
-  const start = useMutation({ mutationFn: () => api<Enrolment>('/v1/user/mfa-enable', { token: session.token }) });
+  const start = useMutation({ mutationFn: () => api(session.token).GET('/v1/user/mfa-enable') });
   const confirm = useMutation({
-    mutationFn: (otp: string) => api<{ recovery_codes: string[] }>('/v1/user/mfa-enable', { method: 'POST', token: session.token, json: { mfa_token: start.data?.mfa_token, otp } }),
+    mutationFn: (otp: string) => api(session.token).POST('/v1/user/mfa-enable', { body: { mfa_token: start.data?.mfa_token ?? '', otp } }),
     onSuccess: (r) => { setCodes(r.recovery_codes); start.reset(); },
   });
   const disable = useMutation({
-    mutationFn: (password: string) => api('/v1/user/mfa-disable', { method: 'PUT', token: session.token, json: { current_password: password } }),
+    mutationFn: (password: string) => api(session.token).PUT('/v1/user/mfa-disable', { body: { current_password: password } }),
     onSuccess: () => client.invalidateQueries({ queryKey: ['user'] }),
   });
 

@@ -1,11 +1,8 @@
 import { useState } from 'react';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { api } from '../api.js';
+import { api } from '../lib/api-client.js';
 import { Pager } from '../Pager.js';
 import type { Session } from '../session.js';
-
-interface Event { type: string; at: string; ip: string | null; details: Record<string, unknown> }
-interface Page { events: Event[]; meta: { page: number; total_pages: number; total: number } }
 
 const PER_PAGE = 10;
 
@@ -19,7 +16,7 @@ export function SecurityLog({ session }: { session: Session }) {
   const [page, setPage] = useState(1);
   const log = useQuery({
     queryKey: ['security-events', page],
-    queryFn: () => api<Page>(`/v1/user/security_events?page=${page}&per_page=${PER_PAGE}`, { token: session.token }),
+    queryFn: () => api(session.token).GET('/v1/user/security_events', { params: { query: { page, per_page: PER_PAGE } } }),
     placeholderData: keepPreviousData,
   });
   return (

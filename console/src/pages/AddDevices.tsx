@@ -1,10 +1,10 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api } from '../api.js';
+import { api, type ApiAnswer } from '../lib/api-client.js';
 import type { Session } from '../session.js';
 import { CopyButton, DownloadLink } from '../copy.js';
 
-interface Made { id: string; device_secret: string }
+type Made = ApiAnswer<'/v1/products/{productIdOrSlug}/device_identities', 'post'>['devices'][number];
 
 /**
  * "Add devices": new device identities in the product (POST …/device_identities). Their secrets
@@ -15,7 +15,7 @@ export function AddDevices({ session, product, onClose }: { session: Session; pr
   const client = useQueryClient();
   const [made, setMade] = useState<Made[] | null>(null);
   const add = useMutation({
-    mutationFn: (quantity: number) => api<{ devices: Made[] }>(`/v1/products/${encodeURIComponent(product)}/device_identities`, { method: 'POST', token: session.token, json: { quantity } }),
+    mutationFn: (quantity: number) => api(session.token).POST('/v1/products/{productIdOrSlug}/device_identities', { params: { path: { productIdOrSlug: product } }, body: { quantity } }),
     onSuccess: async (r) => {
       setMade(r.devices);
       await client.invalidateQueries({ queryKey: ['devices', product] });
@@ -70,7 +70,7 @@ function Secrets({ session, product, made, onClose }: { session: Session; produc
  * this server's device gateway, as the API says where it is (GET /v1/device_gateway).
  */
 function SimCommand({ session, made }: { session: Session; made: Made }) {
-  const gateway = useQuery({ queryKey: ['device-gateway'], queryFn: () => api<{ mqtt_url: string }>('/v1/device_gateway', { token: session.token }), staleTime: Infinity });
+  const gateway = useQuery({ queryKey: ['device-gateway'], queryFn: () => api(session.token).GET('/v1/device_gateway'), staleTime: Infinity });
   if (gateway.error) return <p role="alert" className="error">{gateway.error.message}</p>;
   if (!gateway.data) return <p>Loading…</p>;
   const file = `device-${made.id}.csv`;

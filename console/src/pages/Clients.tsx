@@ -1,29 +1,29 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api } from '../api.js';
 import type { Session } from '../session.js';
 import { ConfirmButton } from '../Confirm.js';
 import { SecretOnce } from '../SecretOnce.js';
-import { bodyFor, KINDS, kindOf, type ClientKind, type ClientRecord } from '../client-kinds.js';
+import { bodyFor, KINDS, kindOf, type ClientKind, type ClientRecord, type NewClient } from '../client-kinds.js';
+import type { ClientsAt } from '../clients-api.js';
 
 interface Created { id: string; secret: string; web: boolean }
 
 /**
  * OAuth clients of an owner: the user's (`/v1/clients`) or a product's
- * (`/v1/products/:p/clients`). One piece for both; `base` says whose.
+ * (`/v1/products/:p/clients`). One piece for both; `at` says whose.
  */
-export function Clients({ session, base, title }: { session: Session; base: string; title: string }) {
+export function Clients({ session, at, title }: { session: Session; at: ClientsAt; title: string }) {
   const client = useQueryClient();
-  const key = ['clients', base];
-  const list = useQuery({ queryKey: key, queryFn: () => api<{ clients: ClientRecord[] }>(base, { token: session.token }) });
+  const key = ['clients', at.product];
+  const list = useQuery({ queryKey: key, queryFn: () => at.list(session.token) });
   const [kind, setKind] = useState<ClientKind>('mobile');
   // The secret lives in this state alone: gone on reload, as the API never gives it again.
   const [created, setCreated] = useState<Created | null>(null);
   const refresh = () => client.invalidateQueries({ queryKey: key });
   const create = useMutation({
-    mutationFn: (body: Record<string, string>) => api<{ client: ClientRecord & { secret: string } }>(base, { method: 'POST', token: session.token, json: body }),
+    mutationFn: (body: NewClient) => at.create(session.token, body),
     onSuccess: async (r, body) => {
-      setCreated({ id: r.client.id, secret: r.client.secret, web: body.type === 'web' });
+      setCreated({ id: r.client.id, secret: r.client.secret ?? '', web: body.type === 'web' });
       await refresh();
     },
   });
@@ -67,7 +67,7 @@ export function Clients({ session, base, title }: { session: Session; base: stri
         <table>
           <thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">Client ID</th><th scope="col" className="actions">Actions</th></tr></thead>
           <tbody>
-            {list.data.clients.map((c) => <ClientRow key={c.id} session={session} base={base} record={c} onChange={refresh} />)}
+            {list.data.clients.map((c) => <ClientRow key={c.id} session={session} at={at} record={c} onChange={refresh} />)}
           </tbody>
         </table>
       )}
@@ -75,14 +75,13 @@ export function Clients({ session, base, title }: { session: Session; base: stri
   );
 }
 
-function ClientRow({ session, base, record, onChange }: { session: Session; base: string; record: ClientRecord; onChange: () => Promise<void> }) {
+function ClientRow({ session, at, record, onChange }: { session: Session; at: ClientsAt; record: ClientRecord; onChange: () => Promise<void> }) {
   const [renaming, setRenaming] = useState(false);
-  const path = `${base}/${encodeURIComponent(record.id)}`;
   const rename = useMutation({
-    mutationFn: (name: string) => api(path, { method: 'PUT', token: session.token, json: { name } }),
+    mutationFn: (name: string) => at.rename(session.token, record.id, name),
     onSuccess: async () => { setRenaming(false); await onChange(); },
   });
-  const remove = useMutation({ mutationFn: () => api(path, { method: 'DELETE', token: session.token }), onSuccess: onChange });
+  const remove = useMutation({ mutationFn: () => at.remove(session.token, record.id), onSuccess: onChange });
   function submit(e: FormEvent<HTMLFormElement>) {
     e.preventDefault();
     rename.mutate(String(new FormData(e.currentTarget).get('name')).trim());

@@ -1,18 +1,14 @@
 import { useState } from 'react';
 import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api } from '../api.js';
+import { api, type ApiAnswer } from '../lib/api-client.js';
 import type { Session } from '../session.js';
 import { ConfigNav } from '../config-nav.js';
 import { leaves, shown } from '../config-paths.js';
 import { ConfirmButton } from '../Confirm.js';
 
-interface Entry {
-  version: number; kind: 'values' | 'schema'; device_id: string | null; action: 'write' | 'reset' | 'rollback';
-  rolled_back_from: number | null; by: { kind: string; id: string; username?: string }; at: string;
-}
-interface Change { path: string; op: 'add' | 'remove' | 'replace'; from?: unknown; to?: unknown }
-interface Diff { from: number | null; to: number; changes: Change[] }
-interface Page { history: Entry[]; meta: { page: number; total_pages: number; total: number } }
+type Entry = ApiAnswer<'/v1/products/{productIdOrSlug}/config/history'>['history'][number];
+type Diff = ApiAnswer<'/v1/products/{productIdOrSlug}/config/history/{version}/diff'>;
+type Change = Diff['changes'][number];
 
 const PER_PAGE = 20;
 
@@ -44,12 +40,11 @@ function summary(e: Entry, d: Diff | undefined): string {
 
 /** The configuration's history: every version, a diff of any two, and rollback to one. */
 export function ConfigHistory({ session, product }: { session: Session; product: string }) {
-  const base = `/v1/products/${encodeURIComponent(product)}/config/history`;
   const client = useQueryClient();
   const [page, setPage] = useState(1);
   const list = useQuery({
     queryKey: ['config-history', product, page],
-    queryFn: () => api<Page>(`${base}?page=${page}&per_page=${PER_PAGE}`, { token: session.token }),
+    queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/config/history', { params: { path: { productIdOrSlug: product }, query: { page, per_page: PER_PAGE } } }),
     placeholderData: (previous) => previous,
   });
   const entries = list.data?.history ?? [];
@@ -57,16 +52,17 @@ export function ConfigHistory({ session, product }: { session: Session; product:
   const diffs = useQueries({
     queries: entries.map((e) => ({
       queryKey: ['config-diff', product, e.version, null],
-      queryFn: () => api<Diff>(`${base}/${e.version}/diff`, { token: session.token }),
+      queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/config/history/{version}/diff', { params: { path: { productIdOrSlug: product, version: e.version } } }),
       staleTime: Infinity,
     })),
   });
   const [done, setDone] = useState<string | null>(null);
   const rollback = useMutation({
-    mutationFn: (version: number) => api<{ version?: number; history_version?: number }>(`${base}/${version}/rollback`, { method: 'POST', token: session.token }),
+    mutationFn: (version: number) => api(session.token).POST('/v1/products/{productIdOrSlug}/config/history/{version}/rollback', { params: { path: { productIdOrSlug: product, version } } }),
     onSuccess: async (r, version) => {
       setPage(1);
-      setDone(`Rolled back to version ${version}: the change is version ${r.history_version ?? r.version ?? ''}, delivered like any other.`);
+      // A schema's answer has its history version apart from the schema's own version.
+      setDone(`Rolled back to version ${version}: the change is version ${'history_version' in r ? r.history_version : r.version}, delivered like any other.`);
       await client.invalidateQueries({ queryKey: ['config-history', product] });
       for (const key of ['fleet-values', 'schema', 'rollout']) await client.invalidateQueries({ queryKey: [key, product] });
     },
@@ -74,10 +70,10 @@ export function ConfigHistory({ session, product }: { session: Session; product:
 
   // Before its first change a fleet has no values of its own: going back there is an empty write.
   const reset = useMutation({
-    mutationFn: () => api<{ version?: number }>(`/v1/products/${encodeURIComponent(product)}/config`, { method: 'PUT', token: session.token, json: {} }),
+    mutationFn: () => api(session.token).PUT('/v1/products/{productIdOrSlug}/config', { params: { path: { productIdOrSlug: product } }, body: {} }),
     onSuccess: async (r) => {
       setPage(1);
-      setDone(`The fleet's values are cleared: every setting takes its default again (version ${r.version ?? ''}).`);
+      setDone(`The fleet's values are cleared: every setting takes its default again (version ${'version' in r ? r.version ?? '' : ''}).`);
       await client.invalidateQueries({ queryKey: ['config-history', product] });
       for (const key of ['fleet-values', 'rollout']) await client.invalidateQueries({ queryKey: [key, product] });
     },
@@ -134,16 +130,19 @@ export function ConfigHistory({ session, product }: { session: Session; product:
 
 /** Two versions of one scope side by side, every setting, the changed ones marked. */
 function Compare({ session, product, entries }: { session: Session; product: string; entries: Entry[] }) {
-  const base = `/v1/products/${encodeURIComponent(product)}/config/history`;
   const [a, setA] = useState<number>(entries[1]?.version ?? entries[0]?.version ?? 0);
   const [b, setB] = useState<number>(entries[0]?.version ?? 0);
   const [all, setAll] = useState(false);
   // The API's diff says whether the two can be compared (one scope) and what changed.
-  const diff = useQuery({ queryKey: ['config-diff', product, b, a], queryFn: () => api<Diff>(`${base}/${b}/diff?against=${a}`, { token: session.token }), enabled: a !== b });
+  const diff = useQuery({
+    queryKey: ['config-diff', product, b, a],
+    queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/config/history/{version}/diff', { params: { path: { productIdOrSlug: product, version: b }, query: { against: a } } }),
+    enabled: a !== b,
+  });
   const docs = useQueries({
     queries: [a, b].map((v) => ({
       queryKey: ['config-version', product, v],
-      queryFn: () => api<{ document: Record<string, unknown> }>(`${base}/${v}`, { token: session.token }),
+      queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/config/history/{version}', { params: { path: { productIdOrSlug: product, version: v } } }),
       staleTime: Infinity,
     })),
   });

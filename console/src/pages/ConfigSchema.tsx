@@ -1,14 +1,14 @@
 import { useState, type ChangeEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api } from '../api.js';
+import { api, schemaApi, SCHEMA_TYPE, type ApiAnswer } from '../lib/api-client.js';
 import type { Session } from '../session.js';
 import { ConfigNav } from '../config-nav.js';
 import { violationsOf, type Violation } from '../config-paths.js';
 import { defaultSchema } from '../../../src/domain/config/default-schema.js';
 import { ConfirmButton } from '../Confirm.js';
 
-const SCHEMA = 'application/schema+json';
-interface Written { message?: string; history_version?: number; kept_aside?: unknown[] }
+/** What a schema write or restore answers. */
+type Written = ApiAnswer<'/v1/products/{productIdOrSlug}/config', 'delete'>;
 
 /** Whether two JSON documents are the same, key order aside. */
 function same(a: unknown, b: unknown): boolean {
@@ -21,24 +21,26 @@ function same(a: unknown, b: unknown): boolean {
 
 /** The schema in force: shown, downloaded, replaced by a custom one from a file, or restored. */
 export function ConfigSchema({ session, product }: { session: Session; product: string }) {
-  const base = `/v1/products/${encodeURIComponent(product)}/config`;
+  const at = { params: { path: { productIdOrSlug: product } } };
   const client = useQueryClient();
-  const schema = useQuery({ queryKey: ['schema', product], queryFn: () => api<Record<string, unknown>>(base, { token: session.token, headers: { accept: SCHEMA } }) });
+  const schema = useQuery({ queryKey: ['schema', product], queryFn: () => schemaApi(session.token).GET('/v1/products/{productIdOrSlug}/config', at) });
   const [violations, setViolations] = useState<Violation[] | null>(null);
   const [done, setDone] = useState<string | null>(null);
   const [fileError, setFileError] = useState<string | null>(null);
 
   const changed = async (r: Written, what: string) => {
-    setDone(`${r.message ?? what} (version ${r.history_version ?? ''}).${r.kept_aside && r.kept_aside.length > 0 ? ' Values of modules it no longer has are kept aside.' : ''}`);
+    setDone(`${r.message ?? what} (version ${r.history_version}).${r.kept_aside.length > 0 ? ' Values of modules it no longer has are kept aside.' : ''}`);
     for (const key of ['schema', 'fleet-values', 'rollout', 'config-history']) await client.invalidateQueries({ queryKey: [key, product] });
   };
   const upload = useMutation({
-    mutationFn: (body: unknown) => api<Written>(base, { method: 'PUT', token: session.token, headers: { 'content-type': SCHEMA }, json: body }),
-    onSuccess: (r) => changed(r, 'Schema uploaded'),
+    mutationFn: (body: unknown) => api(session.token).PUT('/v1/products/{productIdOrSlug}/config', { ...at, headers: { 'content-type': SCHEMA_TYPE }, body }),
+    // Sent as a schema, it answers as a schema write (the other answers are values' and dry runs').
+    onSuccess: (r) => ('history_version' in r ? changed(r, 'Schema uploaded') : undefined),
     onError: (err) => setViolations(violationsOf(err)),
   });
   const restore = useMutation({
-    mutationFn: () => api<Written>(base, { method: 'DELETE', token: session.token, headers: { 'content-type': SCHEMA }, json: {} }),
+    // The content type says what is restored: the schema, not the values.
+    mutationFn: () => api(session.token).DELETE('/v1/products/{productIdOrSlug}/config', { ...at, headers: { 'content-type': SCHEMA_TYPE } }),
     onSuccess: (r) => changed(r, 'Default schema restored'),
   });
 

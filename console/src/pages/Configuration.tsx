@@ -2,40 +2,40 @@ import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Form from '@rjsf/core';
 import type { ErrorSchema } from '@rjsf/utils';
-import { api } from '../api.js';
+import { api, schemaApi } from '../lib/api-client.js';
 import type { Session } from '../session.js';
 import { errorsAt, firmwareNotes, fleetSchema, validator, violationsOf, type ConfigSchema } from '../config-form.js';
 import { ConfigNav } from '../config-nav.js';
 import { Rollout } from '../rollout.js';
 
 type Values = Record<string, unknown>;
-interface DryRun { devices: { changed: number; online: number } }
 
 /** The fleet's settings as a form drawn from the schema in force; a dry run before saving. */
 export function Configuration({ session, product }: { session: Session; product: string }) {
-  const base = `/v1/products/${encodeURIComponent(product)}/config`;
+  const at = { params: { path: { productIdOrSlug: product } } };
   const client = useQueryClient();
-  const schema = useQuery({ queryKey: ['schema', product], queryFn: () => api<ConfigSchema>(base, { token: session.token, headers: { accept: 'application/schema+json' } }) });
-  const values = useQuery({ queryKey: ['fleet-values', product], queryFn: () => api<{ configuration: Values }>(base, { token: session.token }) });
+  // The schema is a JSON Schema document: react-jsonschema-form's type says more of it than the API's.
+  const schema = useQuery({ queryKey: ['schema', product], queryFn: async () => (await schemaApi(session.token).GET('/v1/products/{productIdOrSlug}/config', at)) as ConfigSchema });
+  const values = useQuery({ queryKey: ['fleet-values', product], queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/config', at) });
   const [draft, setDraft] = useState<Values | null>(null);
   const [serverErrors, setServerErrors] = useState<ErrorSchema | undefined>();
   const [reach, setReach] = useState<string | null>(null);
   const [saved, setSaved] = useState<string | null>(null);
 
-  const put = (body: Values, dryRun: boolean) => api<Values & DryRun & { version?: number }>(`${base}${dryRun ? '?dry_run=true' : ''}`, { method: 'PUT', token: session.token, json: body });
+  const put = (body: Values, dryRun: boolean) => api(session.token).PUT('/v1/products/{productIdOrSlug}/config', { params: { ...at.params, ...(dryRun ? { query: { dry_run: true } } : {}) }, body });
   const onRefused = (err: Error) => {
     const violations = violationsOf(err);
     if (violations) setServerErrors(errorsAt(violations));
   };
   const check = useMutation({
     mutationFn: (body: Values) => put(body, true),
-    onSuccess: (r) => setReach(`This change reaches ${r.devices.changed} device(s), ${r.devices.online} of them online now.`),
+    onSuccess: (r) => { if ('devices' in r) setReach(`This change reaches ${r.devices.changed} device(s), ${r.devices.online} of them online now.`); },
     onError: onRefused,
   });
   const save = useMutation({
     mutationFn: (body: Values) => put(body, false),
     onSuccess: async (r) => {
-      setSaved(`Saved as version ${r.version ?? ''}: connected devices take it now, the others when they reconnect.`);
+      setSaved(`Saved as version ${'version' in r ? r.version ?? '' : ''}: connected devices take it now, the others when they reconnect.`);
       setDraft(null);
       setReach(null);
       await client.invalidateQueries({ queryKey: ['fleet-values', product] });

@@ -1,12 +1,11 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api } from '../api.js';
+import { api, type ApiAnswer, type ApiBody } from '../lib/api-client.js';
 import type { Session } from '../session.js';
 import { ConfirmButton } from '../Confirm.js';
 import { Pager } from '../Pager.js';
 
-interface Customer { id: string; username: string; shadow: boolean; created_at: string; devices: string[] }
-interface Page { customers: Customer[]; meta: { page: number; per_page: number; total: number; total_pages: number } }
+type Customer = ApiAnswer<'/v1/products/{productIdOrSlug}/customers'>['customers'][number];
 
 /**
  * A product's customers, a page at a time, each with its devices: created with a password
@@ -14,18 +13,21 @@ interface Page { customers: Customer[]; meta: { page: number; per_page: number; 
  * the two-legged design, whose tokens the product's server mints).
  */
 export function Customers({ session, product }: { session: Session; product: string }) {
-  const base = `/v1/products/${encodeURIComponent(product)}/customers`;
   const client = useQueryClient();
   const [page, setPage] = useState(1);
   const [withPassword, setWithPassword] = useState(true);
   const list = useQuery({
     queryKey: ['customers', product, page],
-    queryFn: () => api<Page>(`${base}?page=${page}&per_page=25`, { token: session.token }),
+    queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/customers', { params: { path: { productIdOrSlug: product }, query: { page, per_page: 25 } } }),
     placeholderData: (previous) => previous,
   });
   const refresh = () => client.invalidateQueries({ queryKey: ['customers', product] });
   const create = useMutation({
-    mutationFn: (body: Record<string, unknown>) => api<{ customer: Customer }>(base, { method: 'POST', token: session.token, json: body }),
+    // With the team's token the answer is the customer (with client credentials it would be a token).
+    mutationFn: async (body: ApiBody<'/v1/products/{productIdOrSlug}/customers', 'post'>) => {
+      const r = await api(session.token).POST('/v1/products/{productIdOrSlug}/customers', { params: { path: { productIdOrSlug: product } }, body });
+      return 'customer' in r ? r.customer : null;
+    },
     onSuccess: refresh,
   });
 
@@ -55,7 +57,7 @@ export function Customers({ session, product }: { session: Session; product: str
         </fieldset>
         {withPassword && <label>Password<input name="password" type="password" autoComplete="new-password" required minLength={8} maxLength={256} /></label>}
         <button type="submit" disabled={create.isPending}>Create customer</button>
-        {create.isSuccess && <p role="status">Customer {create.data.customer.username} created.</p>}
+        {create.data && <p role="status">Customer {create.data.username} created.</p>}
         {create.error && <p role="alert" className="error">{create.error.message}</p>}
       </form>
       {list.isPending && <p>Loading…</p>}
@@ -66,7 +68,7 @@ export function Customers({ session, product }: { session: Session; product: str
           <table>
             <thead><tr><th scope="col">E-mail</th><th scope="col">Signs in</th><th scope="col">Devices</th><th scope="col">Created</th><th scope="col" className="actions">Actions</th></tr></thead>
             <tbody>
-              {list.data.customers.map((c) => <CustomerRow key={c.id} session={session} base={base} customer={c} onChange={refresh} />)}
+              {list.data.customers.map((c) => <CustomerRow key={c.id} session={session} product={product} customer={c} onChange={refresh} />)}
             </tbody>
           </table>
           <Pager label="Pages of customers" page={list.data.meta.page} pages={list.data.meta.total_pages} onPage={setPage} count={`${list.data.meta.total} customers`} />
@@ -76,14 +78,14 @@ export function Customers({ session, product }: { session: Session; product: str
   );
 }
 
-function CustomerRow({ session, base, customer: c, onChange }: { session: Session; base: string; customer: Customer; onChange: () => Promise<void> }) {
-  const path = `${base}/${encodeURIComponent(c.username)}`;
+function CustomerRow({ session, product, customer: c, onChange }: { session: Session; product: string; customer: Customer; onChange: () => Promise<void> }) {
+  const at = { params: { path: { productIdOrSlug: product, email: c.username } } };
   const [changing, setChanging] = useState(false);
   const setPassword = useMutation({
-    mutationFn: (password: string) => api(path, { method: 'PUT', token: session.token, json: { password } }),
+    mutationFn: (password: string) => api(session.token).PUT('/v1/products/{productIdOrSlug}/customers/{email}', { ...at, body: { password } }),
     onSuccess: async () => { setChanging(false); await onChange(); },
   });
-  const remove = useMutation({ mutationFn: () => api(path, { method: 'DELETE', token: session.token }), onSuccess: onChange });
+  const remove = useMutation({ mutationFn: () => api(session.token).DELETE('/v1/products/{productIdOrSlug}/customers/{email}', at), onSuccess: onChange });
   function submit(e: FormEvent<HTMLFormElement>) {
     e.preventDefault();
     setPassword.mutate(String(new FormData(e.currentTarget).get('password')));

@@ -1,17 +1,16 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate, useParams } from 'react-router';
-import { api } from '../api.js';
+import { api, type ApiAnswer } from '../lib/api-client.js';
 import type { Session } from '../session.js';
 import { describeStream, useEventStream, type StreamEvent } from '../events.js';
 import { DeviceCalls } from './DeviceCalls.js';
 import { ConfirmButton } from '../Confirm.js';
 
-export interface DeviceDetail {
-  id: string; name: string | null; notes: string | null; online: boolean; last_heard: string | null;
-  firmware_version: number | null; system_firmware_version: string | null; development: boolean;
-  functions: string[]; variables: Record<string, string>;
-}
+export type DeviceDetail = ApiAnswer<'/v1/products/{productIdOrSlug}/devices/{deviceId}'>;
+
+/** A device's path parameters, for its calls. */
+export interface DeviceAt { params: { path: { productIdOrSlug: string; deviceId: string } } }
 
 /** The newest events the page keeps: enough to watch, bounded so a chatty device cannot fill memory. */
 const KEPT = 100;
@@ -19,7 +18,7 @@ const KEPT = 100;
 /** One device of the fleet: its details, its settings, calls and reads, and its live events. */
 export function Device({ session, product }: { session: Session; product: string }) {
   const { id = '' } = useParams();
-  const base = `/v1/products/${encodeURIComponent(product)}/devices/${encodeURIComponent(id)}`;
+  const at: DeviceAt = { params: { path: { productIdOrSlug: product, deviceId: id } } };
   const client = useQueryClient();
   const [live, setLive] = useState<{ online: boolean; at: string; seen: number } | null>(null);
   // A device tells what it declares just after it connects: while it is online and has declared
@@ -29,7 +28,7 @@ export function Device({ session, product }: { session: Session; product: string
   const nothingSince = useRef<number | null>(null);
   const device = useQuery({
     queryKey: ['device', product, id],
-    queryFn: () => api<DeviceDetail>(base, { token: session.token }),
+    queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/devices/{deviceId}', at),
     refetchInterval: (q) => {
       const d = q.state.data;
       if (!d || d.functions.length > 0 || Object.keys(d.variables).length > 0) return false;
@@ -41,7 +40,7 @@ export function Device({ session, product }: { session: Session; product: string
   const [events, setEvents] = useState<Array<StreamEvent & { key: number }>>([]);
   const [paused, setPaused] = useState(false);
   const [missed, setMissed] = useState(0);
-  const stream = useEventStream(`${base}/events`, session.token, (e) => {
+  const stream = useEventStream(`/v1/products/${encodeURIComponent(product)}/devices/${encodeURIComponent(id)}/events`, session.token, (e) => {
     if (e.name === 'spark/status' && (e.data === 'online' || e.data === 'offline')) {
       setLive({ online: e.data === 'online', at: e.published_at, seen: Date.now() });
       if (e.data === 'online') void client.invalidateQueries({ queryKey: ['device', product, id] });
@@ -68,8 +67,8 @@ export function Device({ session, product }: { session: Session; product: string
         <dt>Firmware</dt><dd>{d.firmware_version === null ? 'not reported' : `version ${d.firmware_version}`}{d.system_firmware_version ? `, Device OS ${d.system_firmware_version}` : ''}</dd>
         <dt>Mode</dt><dd>{d.development ? 'development device' : 'regular device'}</dd>
       </dl>
-      <Edit session={session} base={base} device={d} product={product} />
-      <DeviceCalls session={session} base={base} device={d} />
+      <Edit session={session} at={at} device={d} product={product} />
+      <DeviceCalls session={session} at={at} device={d} />
       <section aria-labelledby="events-title">
         <div className="row">
           <h4 id="events-title">Events</h4>
@@ -84,17 +83,17 @@ export function Device({ session, product }: { session: Session; product: string
           </ol>
         )}
       </section>
-      <Remove session={session} base={base} product={product} />
+      <Remove session={session} at={at} product={product} />
     </section>
   );
 }
 
 /** Name, notes and the development flag (PUT …/devices/:id). */
-function Edit({ session, base, device, product }: { session: Session; base: string; device: DeviceDetail; product: string }) {
+function Edit({ session, at, device, product }: { session: Session; at: DeviceAt; device: DeviceDetail; product: string }) {
   const client = useQueryClient();
   const [said, setSaid] = useState<string | null>(null);
   const save = useMutation({
-    mutationFn: (body: Record<string, unknown>) => api(base, { method: 'PUT', token: session.token, json: body }),
+    mutationFn: (body: { name?: string; notes?: string | null; development?: boolean }) => api(session.token).PUT('/v1/products/{productIdOrSlug}/devices/{deviceId}', { ...at, body }),
     onSuccess: async (_r, body) => {
       setSaid('development' in body ? (body.development ? 'It is now a development device: its own configuration wins.' : 'It is now a regular device.') : 'Saved.');
       await client.invalidateQueries({ queryKey: ['device', product, device.id] });
@@ -128,11 +127,11 @@ function Edit({ session, base, device, product }: { session: Session; base: stri
 }
 
 /** Out of the product (DELETE …/devices/:id), after a confirmation step on the page. */
-function Remove({ session, base, product }: { session: Session; base: string; product: string }) {
+function Remove({ session, at, product }: { session: Session; at: DeviceAt; product: string }) {
   const navigate = useNavigate();
   const client = useQueryClient();
   const remove = useMutation({
-    mutationFn: () => api(base, { method: 'DELETE', token: session.token }),
+    mutationFn: () => api(session.token).DELETE('/v1/products/{productIdOrSlug}/devices/{deviceId}', at),
     onSuccess: async () => {
       await client.invalidateQueries({ queryKey: ['devices', product] });
       void navigate(`/products/${product}`);

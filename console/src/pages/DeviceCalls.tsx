@@ -1,7 +1,8 @@
 import { useState, type FormEvent } from 'react';
-import { api, ApiError } from '../api.js';
+import { api } from '../lib/api-client.js';
+import { ApiError } from '../lib/api-error.js';
 import type { Session } from '../session.js';
-import type { DeviceDetail } from './Device.js';
+import type { DeviceAt, DeviceDetail } from './Device.js';
 
 /** An answer or the reason there is none, in words. */
 type Outcome = { ok: true; text: string } | { ok: false; text: string };
@@ -15,7 +16,8 @@ function reason(err: unknown): Outcome {
  * function, read a variable, make it signal. The device must be connected; the cloud's refusal
  * (offline, unknown name, timeout, the device's own error) is shown as it says it.
  */
-export function DeviceCalls({ session, base, device }: { session: Session; base: string; device: DeviceDetail }) {
+export function DeviceCalls({ session, at, device }: { session: Session; at: DeviceAt; device: DeviceDetail }) {
+  const named = (name: string) => ({ params: { path: { ...at.params.path, name } } });
   const [call, setCall] = useState<Outcome | null>(null);
   const [calling, setCalling] = useState(false);
   const [reads, setReads] = useState<Record<string, Outcome>>({});
@@ -28,7 +30,7 @@ export function DeviceCalls({ session, base, device }: { session: Session; base:
     setCalling(true);
     setCall(null);
     try {
-      const r = await api<{ return_value: number }>(`${base}/${encodeURIComponent(name)}`, { method: 'POST', token: session.token, json: { arg: String(f.get('arg')) } });
+      const r = await api(session.token).POST('/v1/products/{productIdOrSlug}/devices/{deviceId}/{name}', { ...named(name), body: { arg: String(f.get('arg')) } });
       setCall({ ok: true, text: `${name} returned ${r.return_value}` });
     } catch (err) {
       setCall(reason(err));
@@ -40,7 +42,7 @@ export function DeviceCalls({ session, base, device }: { session: Session; base:
   async function read(name: string) {
     setReads((r) => ({ ...r, [name]: { ok: true, text: 'reading…' } }));
     try {
-      const r = await api<{ result: unknown }>(`${base}/${encodeURIComponent(name)}`, { token: session.token });
+      const r = await api(session.token).GET('/v1/products/{productIdOrSlug}/devices/{deviceId}/{name}', named(name));
       setReads((all) => ({ ...all, [name]: { ok: true, text: JSON.stringify(r.result) } }));
     } catch (err) {
       setReads((all) => ({ ...all, [name]: reason(err) }));
@@ -50,7 +52,7 @@ export function DeviceCalls({ session, base, device }: { session: Session; base:
   async function sendSignal(on: boolean) {
     setSignal(null);
     try {
-      await api(base, { method: 'PUT', token: session.token, json: { signal: on ? '1' : '0' } });
+      await api(session.token).PUT('/v1/products/{productIdOrSlug}/devices/{deviceId}', { ...at, body: { signal: on ? '1' : '0' } });
       setSignal({ ok: true, text: on ? 'The device is signalling (its LED shows a rainbow).' : 'The device stopped signalling.' });
     } catch (err) {
       setSignal(reason(err));

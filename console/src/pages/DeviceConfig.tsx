@@ -3,7 +3,8 @@ import { Link, useParams } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Form from '@rjsf/core';
 import type { ErrorSchema } from '@rjsf/utils';
-import { api, ApiError } from '../api.js';
+import { api, schemaApi, type ApiAnswer } from '../lib/api-client.js';
+import { ApiError } from '../lib/api-error.js';
 import type { Session } from '../session.js';
 import {
   deviceSchema, errorsAt, firmwareNotes, mergeUi, refusalReason, sourceNotes, validator, violationsOf,
@@ -13,16 +14,7 @@ import { shown } from '../config-paths.js';
 import { ConfirmButton } from '../Confirm.js';
 
 type Values = Record<string, unknown>;
-type State = 'in_sync' | 'pending' | 'rejected';
-interface DeviceConfigView {
-  configuration: { current: Values; pending: Values };
-  own: Values;
-  sources: Record<string, Source>;
-  rejected: Record<string, number>;
-  delivery: Record<string, { state: State; code: number | null; since: string | null }>;
-  outside_firmware_range: Array<{ path: string }>;
-}
-interface Explain { development: boolean; settings: Array<{ path: string; value: unknown; source: Source }> }
+type State = ApiAnswer<'/v1/products/{productIdOrSlug}/config/{deviceId}'>['delivery'][string]['state'];
 
 const STATE_WORDS: Record<State, string> = { in_sync: 'In sync', pending: 'Pending', rejected: 'Refused' };
 const SOURCE_WORDS: Record<Source, string> = { default: 'default', fleet: 'fleet', device: 'this device' };
@@ -41,20 +33,24 @@ function refusals(rejected: Record<string, number>): ErrorSchema {
  */
 export function DeviceConfig({ session, product }: { session: Session; product: string }) {
   const { id = '' } = useParams();
-  const base = `/v1/products/${encodeURIComponent(product)}/config/${encodeURIComponent(id)}`;
+  const at = { params: { path: { productIdOrSlug: product, deviceId: id } } };
   const client = useQueryClient();
-  const schema = useQuery({ queryKey: ['device-schema', product, id], queryFn: () => api<ConfigSchema>(base, { token: session.token, headers: { accept: 'application/schema+json' } }) });
-  const view = useQuery({ queryKey: ['device-config', product, id], queryFn: () => api<DeviceConfigView>(base, { token: session.token }), refetchInterval: EVERY_MS });
-  const explain = useQuery({ queryKey: ['device-explain', product, id], queryFn: () => api<Explain>(`${base}/explain`, { token: session.token }), refetchInterval: EVERY_MS });
+  // The schema is a JSON Schema document: react-jsonschema-form's type says more of it than the API's.
+  const schema = useQuery({ queryKey: ['device-schema', product, id], queryFn: async () => (await schemaApi(session.token).GET('/v1/products/{productIdOrSlug}/config/{deviceId}', at)) as ConfigSchema });
+  const view = useQuery({ queryKey: ['device-config', product, id], queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/config/{deviceId}', at), refetchInterval: EVERY_MS });
+  const explain = useQuery({ queryKey: ['device-explain', product, id], queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/config/{deviceId}/explain', at), refetchInterval: EVERY_MS });
   const [draft, setDraft] = useState<Values | null>(null);
   const [serverErrors, setServerErrors] = useState<ErrorSchema | undefined>();
   const [saved, setSaved] = useState<string | null>(null);
 
   const save = useMutation({
-    mutationFn: (body: Values) => api<Values>(base, { method: 'PUT', token: session.token, json: body }),
+    mutationFn: (body: Values) => api(session.token).PUT('/v1/products/{productIdOrSlug}/config/{deviceId}', { ...at, body }),
     onSuccess: async (r) => {
-      const held = Object.keys((r.configuration as { pending?: Values } | undefined)?.pending ?? {}).length > 0;
-      setSaved(held ? `Saved as version ${String(r.version)}: the device takes it when it next connects.` : `Saved as version ${String(r.version)}: the device took it.`);
+      // A write (never a dry run here) answers the device's configuration after it, and its version.
+      if ('version' in r) {
+        const held = Object.keys(r.configuration.pending).length > 0;
+        setSaved(held ? `Saved as version ${r.version}: the device takes it when it next connects.` : `Saved as version ${r.version}: the device took it.`);
+      }
       setDraft(null);
       await client.invalidateQueries({ queryKey: ['device-config', product, id] });
       await client.invalidateQueries({ queryKey: ['device-explain', product, id] });

@@ -1,15 +1,13 @@
 import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
-import { api } from '../api.js';
+import { api } from '../lib/api-client.js';
 import type { Session } from '../session.js';
 import { describeStream, useEventStream } from '../events.js';
 import { AddDevices } from './AddDevices.js';
 import { ImportDevices } from './ImportDevices.js';
 import { Pager } from '../Pager.js';
 
-interface DeviceRow { id: string; name: string | null; online: boolean; development?: boolean; last_heard: string | null; firmware_version?: number | null }
-interface Page { devices: DeviceRow[]; meta: { page: number; per_page: number; total: number; total_pages: number } }
 /** What the event stream said of a device since the list was read. */
 interface Live { online: boolean; at: string }
 
@@ -24,7 +22,7 @@ export function Fleet({ session, product }: { session: Session; product: string 
   const [live, setLive] = useState<ReadonlyMap<string, Live>>(new Map());
   const list = useQuery({
     queryKey: ['devices', product, page, prefix],
-    queryFn: () => api<Page>(`/v1/products/${encodeURIComponent(product)}/devices?page=${page}&per_page=25${prefix ? `&deviceId=${encodeURIComponent(prefix)}` : ''}`, { token: session.token }),
+    queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/devices', { params: { path: { productIdOrSlug: product }, query: { page, per_page: 25, ...(prefix ? { deviceId: prefix } : {}) } } }),
     placeholderData: (previous) => previous,
   });
   const stream = useEventStream(`/v1/products/${encodeURIComponent(product)}/events/spark%2Fstatus`, session.token, (e) => {

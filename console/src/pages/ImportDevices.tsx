@@ -1,8 +1,10 @@
 import { useState, type ChangeEvent } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
-import { api, ApiError } from '../api.js';
+import { api, type ApiAnswer } from '../lib/api-client.js';
+import { ApiError } from '../lib/api-error.js';
 import type { Session } from '../session.js';
-import type { ImportResult } from '../../../src/services/devices/membership.js';
+
+type ImportResult = ApiAnswer<'/v1/products/{productIdOrSlug}/devices', 'post'>;
 
 /** Ids a request carries: well inside the API's limit (10,000 and the 1 MiB body). */
 const BATCH = 1000;
@@ -45,7 +47,7 @@ export function ImportDevices({ session, product, onClose }: { session: Session;
     try {
       for (let i = 0; i < ids.length; i += BATCH) {
         const batch = ids.slice(i, i + BATCH);
-        const r = await api<ImportResult>(`/v1/products/${encodeURIComponent(product)}/devices`, { method: 'POST', token: session.token, json: { ids: batch } });
+        const r = await api(session.token).POST('/v1/products/{productIdOrSlug}/devices', { params: { path: { productIdOrSlug: product } }, body: { ids: batch } });
         for (const [kind] of KINDS) (lists[kind as keyof Lists]).push(...(r[kind as keyof Lists] ?? []));
         setProgress({ done: Math.min(ids.length, i + BATCH), total: ids.length });
       }

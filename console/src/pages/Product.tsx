@@ -1,7 +1,8 @@
 import { lazy, Suspense, type ReactNode } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { NavLink, Route, Routes, useLocation, useParams } from 'react-router';
-import { api } from '../api.js';
+import { api } from '../lib/api-client.js';
+import { productClients } from '../clients-api.js';
 import type { Session } from '../session.js';
 import { Fleet } from './Fleet.js';
 import { Device } from './Device.js';
@@ -26,7 +27,7 @@ export function Product({ session }: { session: Session }) {
   const { pathname } = useLocation();
   const product = useQuery({
     queryKey: ['product', slug],
-    queryFn: () => api<{ product: { name: string } }>(`/v1${base}`, { token: session.token }),
+    queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}', { params: { path: { productIdOrSlug: slug } } }),
   });
   // A device's pages belong to the Devices tab, though their paths are not the fleet's own.
   const onDevices = pathname === base || pathname === `${base}/` || pathname.startsWith(`${base}/devices/`);
@@ -52,7 +53,7 @@ export function Product({ session }: { session: Session }) {
         <Route path="config/history" element={later(<ConfigHistory {...p} />)} />
         <Route path="config/schema" element={later(<ConfigSchema {...p} />)} />
         <Route path="customers" element={<Customers {...p} />} />
-        <Route path="clients" element={<Clients session={session} base={`/v1/products/${encodeURIComponent(slug)}/clients`} title="OAuth clients" />} />
+        <Route path="clients" element={<Clients session={session} at={productClients(slug)} title="OAuth clients" />} />
         <Route path="team" element={<Team {...p} />} />
         <Route path="settings" element={<ProductSettings {...p} />} />
       </Routes>

@@ -1,20 +1,18 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from 'react-router';
-import { api } from '../api.js';
+import { api } from '../lib/api-client.js';
 import type { Session } from '../session.js';
-
-interface ProductRecord { id: number; slug: string; name: string; description: string }
 
 /** A product's name and description, and deleting the product (confirmed by typing its slug). */
 export function ProductSettings({ session, product }: { session: Session; product: string }) {
-  const base = `/v1/products/${encodeURIComponent(product)}`;
+  const at = { params: { path: { productIdOrSlug: product } } };
   const client = useQueryClient();
   const navigate = useNavigate();
-  const current = useQuery({ queryKey: ['product', product], queryFn: () => api<{ product: ProductRecord }>(base, { token: session.token }) });
+  const current = useQuery({ queryKey: ['product', product], queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}', at) });
   const [typed, setTyped] = useState('');
   const save = useMutation({
-    mutationFn: (body: { name: string; description: string }) => api<{ product: ProductRecord }>(base, { method: 'PUT', token: session.token, json: body }),
+    mutationFn: (body: { name: string; description: string }) => api(session.token).PUT('/v1/products/{productIdOrSlug}', { ...at, body }),
     onSuccess: async () => {
       await client.invalidateQueries({ queryKey: ['product', product] });
       await client.invalidateQueries({ queryKey: ['products'] });
@@ -22,7 +20,7 @@ export function ProductSettings({ session, product }: { session: Session; produc
   });
   const remove = useMutation({
     // The slug, typed by the user, is also the API's own confirmation for a product with customers.
-    mutationFn: (slug: string) => api(`${base}?confirm=${encodeURIComponent(slug)}`, { method: 'DELETE', token: session.token }),
+    mutationFn: (slug: string) => api(session.token).DELETE('/v1/products/{productIdOrSlug}', { params: { path: { productIdOrSlug: product }, query: { confirm: slug } } }),
     onSuccess: async () => {
       client.removeQueries({ queryKey: ['product', product] });
       await client.invalidateQueries({ queryKey: ['products'] });

@@ -1,10 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from 'react-router';
-import { api } from '../api.js';
+import { api } from '../lib/api-client.js';
 import type { Session } from '../session.js';
-
-interface Product { id: number; slug: string; name: string; description: string; platform_id: number; device_count?: number }
 
 /** Platforms a product is made for (Particle's ids); the tracker is the one with a configuration schema. */
 const PLATFORMS: Array<[number, string]> = [[26, 'Tracker'], [12, 'Argon'], [13, 'Boron'], [32, 'P2'], [6, 'Photon']];
@@ -14,12 +12,12 @@ export function Products({ session }: { session: Session }) {
   const client = useQueryClient();
   const products = useQuery({
     queryKey: ['products'],
-    queryFn: () => api<{ products: Product[] }>('/v1/user/products', { token: session.token }),
+    queryFn: () => api(session.token).GET('/v1/user/products'),
   });
   const [open, setOpen] = useState(false);
   const create = useMutation({
     mutationFn: (product: { name: string; description: string; platform_id: number }) =>
-      api('/v1/user/products', { method: 'POST', token: session.token, json: { product } }),
+      api(session.token).POST('/v1/user/products', { body: { product } }),
     onSuccess: async () => {
       setOpen(false);
       await client.invalidateQueries({ queryKey: ['products'] });

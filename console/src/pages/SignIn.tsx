@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError } from '../api.js';
+import { ApiError } from '../lib/api-error.js';
 import { logIn, logInWithCode, signUp, type Session } from '../session.js';
 
 type Step = { kind: 'login' } | { kind: 'signup' } | { kind: 'mfa'; username: string; mfaToken: string };

@@ -1,26 +1,24 @@
 import { type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from 'react-router';
-import { api } from '../api.js';
+import { api } from '../lib/api-client.js';
 import type { Session } from '../session.js';
 import { ConfirmButton } from '../Confirm.js';
 
-interface Member { username: string; role: string; no_mfa: boolean }
-
 /** A product's team: its members, inviting an existing account, removing a member. */
 export function Team({ session, product }: { session: Session; product: string }) {
-  const base = `/v1/products/${encodeURIComponent(product)}/team`;
+  const at = { params: { path: { productIdOrSlug: product } } };
   const client = useQueryClient();
   const key = ['team', product];
-  const team = useQuery({ queryKey: key, queryFn: () => api<{ team: Member[] }>(base, { token: session.token }) });
+  const team = useQuery({ queryKey: key, queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/team', at) });
   const navigate = useNavigate();
   const refresh = () => client.invalidateQueries({ queryKey: key });
   const invite = useMutation({
-    mutationFn: (username: string) => api<{ username: string }>(base, { method: 'POST', token: session.token, json: { username } }),
+    mutationFn: (username: string) => api(session.token).POST('/v1/products/{productIdOrSlug}/team', { ...at, body: { username } }),
     onSuccess: refresh,
   });
   const remove = useMutation({
-    mutationFn: (username: string) => api(`${base}/${encodeURIComponent(username)}`, { method: 'DELETE', token: session.token }),
+    mutationFn: (username: string) => api(session.token).DELETE('/v1/products/{productIdOrSlug}/team/{username}', { params: { path: { productIdOrSlug: product, username } } }),
     // Leaving the team leaves the product: back to the products one still has.
     onSuccess: async (_r, username) => {
       if (username.toLowerCase() === session.username.toLowerCase()) {
