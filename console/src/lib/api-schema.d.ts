@@ -2772,6 +2772,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -2970,6 +2979,2056 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List your webhooks (a bare array, as Particle answers) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a webhook; its signing secret is shown this once */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "Webhook", the only kind this server has; required at /integrations */
+                        integration_type?: string;
+                        /** @description the prefix of the event names that trigger it (1-64 characters; case-sensitive) */
+                        event?: string;
+                        /** @description the same as event (Particle's documents use both) */
+                        eventName?: string;
+                        url?: string;
+                        /** @description GET, POST (default), PUT or DELETE */
+                        requestType?: string;
+                        name?: string | null;
+                        /** @description a user's webhook: only this device's events (also deviceid, deviceId) */
+                        deviceID?: string | null;
+                        deviceid?: string | null;
+                        deviceId?: string | null;
+                        /** @description a JSON body: an object whose texts are templates, or one template */
+                        json?: unknown;
+                        form?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        /** @description a body template */
+                        body?: string | null;
+                        query?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        headers?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        auth?: ({
+                            username?: unknown;
+                            password?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        noDefaults?: (boolean | "true" | "false") | (never | null);
+                        rejectUnauthorized?: (boolean | "true" | "false") | (never | null);
+                        responseTemplate?: string | null;
+                        responseTopic?: string | null;
+                        errorResponseTopic?: string | null;
+                        disabled?: (boolean | "true" | "false") | (never | null);
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                            /** @description the API URL of the webhook */
+                            hookUrl: string;
+                            /** @description the signing secret (whsec_…), shown this once */
+                            secret: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook, with its deliveries of the last 30 days counted (never its auth password nor its secret) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                            /** @description attempts of the last 30 days by outcome, and deliveries waiting */
+                            counts: {
+                                delivered: number;
+                                failed: number;
+                                skipped: number;
+                                pending: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /** Change a webhook: the fields given replace theirs, the others stay; disabled:false enables it again */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "Webhook", the only kind this server has; required at /integrations */
+                        integration_type?: string;
+                        /** @description the prefix of the event names that trigger it (1-64 characters; case-sensitive) */
+                        event?: string;
+                        /** @description the same as event (Particle's documents use both) */
+                        eventName?: string;
+                        url?: string;
+                        /** @description GET, POST (default), PUT or DELETE */
+                        requestType?: string;
+                        name?: string | null;
+                        /** @description a user's webhook: only this device's events (also deviceid, deviceId) */
+                        deviceID?: string | null;
+                        deviceid?: string | null;
+                        deviceId?: string | null;
+                        /** @description a JSON body: an object whose texts are templates, or one template */
+                        json?: unknown;
+                        form?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        /** @description a body template */
+                        body?: string | null;
+                        query?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        headers?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        auth?: ({
+                            username?: unknown;
+                            password?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        noDefaults?: (boolean | "true" | "false") | (never | null);
+                        rejectUnauthorized?: (boolean | "true" | "false") | (never | null);
+                        responseTemplate?: string | null;
+                        responseTopic?: string | null;
+                        errorResponseTopic?: string | null;
+                        disabled?: (boolean | "true" | "false") | (never | null);
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete a webhook and its delivery log */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The delivery log, newest first: each delivery with its attempts */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description next_before of the page before, or an ISO 8601 time */
+                    before?: string;
+                    status?: "pending" | "sending" | "delivered" | "failed";
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deliveries: {
+                                /** @description the webhook-id header of every attempt */
+                                id: string;
+                                status: "pending" | "sending" | "delivered" | "failed";
+                                event: {
+                                    name: string;
+                                    data: string | null;
+                                    coreid: string;
+                                    published_at: string;
+                                };
+                                /** @description ISO 8601 */
+                                created_at: string;
+                                /** @description the next attempt, while pending */
+                                next_at: string | (never | null);
+                                /** @description ISO 8601 */
+                                finished_at: string | null;
+                                /** @description the delivery this one sends again */
+                                resend_of: string | null;
+                                attempts: {
+                                    n: number;
+                                    /** @description ISO 8601 */
+                                    at: string;
+                                    outcome: "delivered" | "failed" | "skipped";
+                                    /** @description the receiver's HTTP status */
+                                    status: number | null;
+                                    latency_ms: number;
+                                    /** @description the start of the receiver's answer */
+                                    answer: string | null;
+                                    /** @description why no answer came, or why it was skipped */
+                                    error: string | null;
+                                }[];
+                            }[];
+                            /** @description pass as before for the next page; null on the last */
+                            next_before: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries/{deliveryId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again, as a new delivery (once the webhook is enabled, if it is not) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    deliveryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            delivery_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send again every delivery made from `from` until `to` (the last 30 days), oldest first */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description ISO 8601; deliveries made from then… */
+                        from: string;
+                        /** @description …until then (excluded) */
+                        to: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            count: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a made-up event named as the webhook's prefix (optional data) now */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the made-up event's data */
+                        data?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            delivery_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret, shown this once; the old one still signs for 24 hours */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            /** @description the new signing secret, shown this once */
+                            secret: string;
+                            /** @description ISO 8601 */
+                            previous_secret_expires_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List your integrations (a bare array, as Particle answers) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a webhook (integration_type: Webhook); its signing secret is shown this once */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "Webhook", the only kind this server has; required at /integrations */
+                        integration_type?: string;
+                        /** @description the prefix of the event names that trigger it (1-64 characters; case-sensitive) */
+                        event?: string;
+                        /** @description the same as event (Particle's documents use both) */
+                        eventName?: string;
+                        url?: string;
+                        /** @description GET, POST (default), PUT or DELETE */
+                        requestType?: string;
+                        name?: string | null;
+                        /** @description a user's webhook: only this device's events (also deviceid, deviceId) */
+                        deviceID?: string | null;
+                        deviceid?: string | null;
+                        deviceId?: string | null;
+                        /** @description a JSON body: an object whose texts are templates, or one template */
+                        json?: unknown;
+                        form?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        /** @description a body template */
+                        body?: string | null;
+                        query?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        headers?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        auth?: ({
+                            username?: unknown;
+                            password?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        noDefaults?: (boolean | "true" | "false") | (never | null);
+                        rejectUnauthorized?: (boolean | "true" | "false") | (never | null);
+                        responseTemplate?: string | null;
+                        responseTopic?: string | null;
+                        errorResponseTopic?: string | null;
+                        disabled?: (boolean | "true" | "false") | (never | null);
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                            /** @description the API URL of the webhook */
+                            hookUrl: string;
+                            /** @description the signing secret (whsec_…), shown this once */
+                            secret: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook, with its deliveries of the last 30 days counted (never its auth password nor its secret) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                            /** @description attempts of the last 30 days by outcome, and deliveries waiting */
+                            counts: {
+                                delivered: number;
+                                failed: number;
+                                skipped: number;
+                                pending: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /** Change a webhook: the fields given replace theirs, the others stay; disabled:false enables it again */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "Webhook", the only kind this server has; required at /integrations */
+                        integration_type?: string;
+                        /** @description the prefix of the event names that trigger it (1-64 characters; case-sensitive) */
+                        event?: string;
+                        /** @description the same as event (Particle's documents use both) */
+                        eventName?: string;
+                        url?: string;
+                        /** @description GET, POST (default), PUT or DELETE */
+                        requestType?: string;
+                        name?: string | null;
+                        /** @description a user's webhook: only this device's events (also deviceid, deviceId) */
+                        deviceID?: string | null;
+                        deviceid?: string | null;
+                        deviceId?: string | null;
+                        /** @description a JSON body: an object whose texts are templates, or one template */
+                        json?: unknown;
+                        form?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        /** @description a body template */
+                        body?: string | null;
+                        query?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        headers?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        auth?: ({
+                            username?: unknown;
+                            password?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        noDefaults?: (boolean | "true" | "false") | (never | null);
+                        rejectUnauthorized?: (boolean | "true" | "false") | (never | null);
+                        responseTemplate?: string | null;
+                        responseTopic?: string | null;
+                        errorResponseTopic?: string | null;
+                        disabled?: (boolean | "true" | "false") | (never | null);
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete a webhook and its delivery log */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The delivery log, newest first: each delivery with its attempts */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description next_before of the page before, or an ISO 8601 time */
+                    before?: string;
+                    status?: "pending" | "sending" | "delivered" | "failed";
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deliveries: {
+                                /** @description the webhook-id header of every attempt */
+                                id: string;
+                                status: "pending" | "sending" | "delivered" | "failed";
+                                event: {
+                                    name: string;
+                                    data: string | null;
+                                    coreid: string;
+                                    published_at: string;
+                                };
+                                /** @description ISO 8601 */
+                                created_at: string;
+                                /** @description the next attempt, while pending */
+                                next_at: string | (never | null);
+                                /** @description ISO 8601 */
+                                finished_at: string | null;
+                                /** @description the delivery this one sends again */
+                                resend_of: string | null;
+                                attempts: {
+                                    n: number;
+                                    /** @description ISO 8601 */
+                                    at: string;
+                                    outcome: "delivered" | "failed" | "skipped";
+                                    /** @description the receiver's HTTP status */
+                                    status: number | null;
+                                    latency_ms: number;
+                                    /** @description the start of the receiver's answer */
+                                    answer: string | null;
+                                    /** @description why no answer came, or why it was skipped */
+                                    error: string | null;
+                                }[];
+                            }[];
+                            /** @description pass as before for the next page; null on the last */
+                            next_before: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations/{id}/deliveries/{deliveryId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again, as a new delivery (once the webhook is enabled, if it is not) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    deliveryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            delivery_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send again every delivery made from `from` until `to` (the last 30 days), oldest first */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description ISO 8601; deliveries made from then… */
+                        from: string;
+                        /** @description …until then (excluded) */
+                        to: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            count: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a made-up event named as the webhook's prefix (optional data) now */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the made-up event's data */
+                        data?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            delivery_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret, shown this once; the old one still signs for 24 hours */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            /** @description the new signing secret, shown this once */
+                            secret: string;
+                            /** @description ISO 8601 */
+                            previous_secret_expires_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -5052,6 +7111,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -5253,6 +7321,2080 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the product's webhooks (a bare array, as Particle answers) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a webhook; its signing secret is shown this once */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "Webhook", the only kind this server has; required at /integrations */
+                        integration_type?: string;
+                        /** @description the prefix of the event names that trigger it (1-64 characters; case-sensitive) */
+                        event?: string;
+                        /** @description the same as event (Particle's documents use both) */
+                        eventName?: string;
+                        url?: string;
+                        /** @description GET, POST (default), PUT or DELETE */
+                        requestType?: string;
+                        name?: string | null;
+                        /** @description a user's webhook: only this device's events (also deviceid, deviceId) */
+                        deviceID?: string | null;
+                        deviceid?: string | null;
+                        deviceId?: string | null;
+                        /** @description a JSON body: an object whose texts are templates, or one template */
+                        json?: unknown;
+                        form?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        /** @description a body template */
+                        body?: string | null;
+                        query?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        headers?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        auth?: ({
+                            username?: unknown;
+                            password?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        noDefaults?: (boolean | "true" | "false") | (never | null);
+                        rejectUnauthorized?: (boolean | "true" | "false") | (never | null);
+                        responseTemplate?: string | null;
+                        responseTopic?: string | null;
+                        errorResponseTopic?: string | null;
+                        disabled?: (boolean | "true" | "false") | (never | null);
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                            /** @description the API URL of the webhook */
+                            hookUrl: string;
+                            /** @description the signing secret (whsec_…), shown this once */
+                            secret: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook, with its deliveries of the last 30 days counted (never its auth password nor its secret) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                            /** @description attempts of the last 30 days by outcome, and deliveries waiting */
+                            counts: {
+                                delivered: number;
+                                failed: number;
+                                skipped: number;
+                                pending: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /** Change a webhook: the fields given replace theirs, the others stay; disabled:false enables it again */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "Webhook", the only kind this server has; required at /integrations */
+                        integration_type?: string;
+                        /** @description the prefix of the event names that trigger it (1-64 characters; case-sensitive) */
+                        event?: string;
+                        /** @description the same as event (Particle's documents use both) */
+                        eventName?: string;
+                        url?: string;
+                        /** @description GET, POST (default), PUT or DELETE */
+                        requestType?: string;
+                        name?: string | null;
+                        /** @description a user's webhook: only this device's events (also deviceid, deviceId) */
+                        deviceID?: string | null;
+                        deviceid?: string | null;
+                        deviceId?: string | null;
+                        /** @description a JSON body: an object whose texts are templates, or one template */
+                        json?: unknown;
+                        form?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        /** @description a body template */
+                        body?: string | null;
+                        query?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        headers?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        auth?: ({
+                            username?: unknown;
+                            password?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        noDefaults?: (boolean | "true" | "false") | (never | null);
+                        rejectUnauthorized?: (boolean | "true" | "false") | (never | null);
+                        responseTemplate?: string | null;
+                        responseTopic?: string | null;
+                        errorResponseTopic?: string | null;
+                        disabled?: (boolean | "true" | "false") | (never | null);
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete a webhook and its delivery log */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The delivery log, newest first: each delivery with its attempts */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description next_before of the page before, or an ISO 8601 time */
+                    before?: string;
+                    status?: "pending" | "sending" | "delivered" | "failed";
+                };
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deliveries: {
+                                /** @description the webhook-id header of every attempt */
+                                id: string;
+                                status: "pending" | "sending" | "delivered" | "failed";
+                                event: {
+                                    name: string;
+                                    data: string | null;
+                                    coreid: string;
+                                    published_at: string;
+                                };
+                                /** @description ISO 8601 */
+                                created_at: string;
+                                /** @description the next attempt, while pending */
+                                next_at: string | (never | null);
+                                /** @description ISO 8601 */
+                                finished_at: string | null;
+                                /** @description the delivery this one sends again */
+                                resend_of: string | null;
+                                attempts: {
+                                    n: number;
+                                    /** @description ISO 8601 */
+                                    at: string;
+                                    outcome: "delivered" | "failed" | "skipped";
+                                    /** @description the receiver's HTTP status */
+                                    status: number | null;
+                                    latency_ms: number;
+                                    /** @description the start of the receiver's answer */
+                                    answer: string | null;
+                                    /** @description why no answer came, or why it was skipped */
+                                    error: string | null;
+                                }[];
+                            }[];
+                            /** @description pass as before for the next page; null on the last */
+                            next_before: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/webhooks/{id}/deliveries/{deliveryId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again, as a new delivery (once the webhook is enabled, if it is not) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                    deliveryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            delivery_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/webhooks/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send again every delivery made from `from` until `to` (the last 30 days), oldest first */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description ISO 8601; deliveries made from then… */
+                        from: string;
+                        /** @description …until then (excluded) */
+                        to: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            count: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a made-up event named as the webhook's prefix (optional data) now */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the made-up event's data */
+                        data?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            delivery_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/webhooks/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret, shown this once; the old one still signs for 24 hours */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            /** @description the new signing secret, shown this once */
+                            secret: string;
+                            /** @description ISO 8601 */
+                            previous_secret_expires_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/integrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the product's integrations (a bare array, as Particle answers) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a webhook (integration_type: Webhook); its signing secret is shown this once */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "Webhook", the only kind this server has; required at /integrations */
+                        integration_type?: string;
+                        /** @description the prefix of the event names that trigger it (1-64 characters; case-sensitive) */
+                        event?: string;
+                        /** @description the same as event (Particle's documents use both) */
+                        eventName?: string;
+                        url?: string;
+                        /** @description GET, POST (default), PUT or DELETE */
+                        requestType?: string;
+                        name?: string | null;
+                        /** @description a user's webhook: only this device's events (also deviceid, deviceId) */
+                        deviceID?: string | null;
+                        deviceid?: string | null;
+                        deviceId?: string | null;
+                        /** @description a JSON body: an object whose texts are templates, or one template */
+                        json?: unknown;
+                        form?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        /** @description a body template */
+                        body?: string | null;
+                        query?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        headers?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        auth?: ({
+                            username?: unknown;
+                            password?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        noDefaults?: (boolean | "true" | "false") | (never | null);
+                        rejectUnauthorized?: (boolean | "true" | "false") | (never | null);
+                        responseTemplate?: string | null;
+                        responseTopic?: string | null;
+                        errorResponseTopic?: string | null;
+                        disabled?: (boolean | "true" | "false") | (never | null);
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                            /** @description the API URL of the webhook */
+                            hookUrl: string;
+                            /** @description the signing secret (whsec_…), shown this once */
+                            secret: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/integrations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook, with its deliveries of the last 30 days counted (never its auth password nor its secret) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                            /** @description attempts of the last 30 days by outcome, and deliveries waiting */
+                            counts: {
+                                delivered: number;
+                                failed: number;
+                                skipped: number;
+                                pending: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /** Change a webhook: the fields given replace theirs, the others stay; disabled:false enables it again */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "Webhook", the only kind this server has; required at /integrations */
+                        integration_type?: string;
+                        /** @description the prefix of the event names that trigger it (1-64 characters; case-sensitive) */
+                        event?: string;
+                        /** @description the same as event (Particle's documents use both) */
+                        eventName?: string;
+                        url?: string;
+                        /** @description GET, POST (default), PUT or DELETE */
+                        requestType?: string;
+                        name?: string | null;
+                        /** @description a user's webhook: only this device's events (also deviceid, deviceId) */
+                        deviceID?: string | null;
+                        deviceid?: string | null;
+                        deviceId?: string | null;
+                        /** @description a JSON body: an object whose texts are templates, or one template */
+                        json?: unknown;
+                        form?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        /** @description a body template */
+                        body?: string | null;
+                        query?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        headers?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        auth?: ({
+                            username?: unknown;
+                            password?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        noDefaults?: (boolean | "true" | "false") | (never | null);
+                        rejectUnauthorized?: (boolean | "true" | "false") | (never | null);
+                        responseTemplate?: string | null;
+                        responseTopic?: string | null;
+                        errorResponseTopic?: string | null;
+                        disabled?: (boolean | "true" | "false") | (never | null);
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            id: string;
+                            /** @enum {string} */
+                            integration_type: "Webhook";
+                            event: string;
+                            url: string;
+                            requestType: string;
+                            name: string | null;
+                            /** @description only this device's events trigger it (user webhooks) */
+                            deviceID?: string;
+                            noDefaults: boolean;
+                            rejectUnauthorized: boolean;
+                            json?: unknown;
+                            form?: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                            query?: {
+                                [key: string]: string;
+                            };
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @description HTTP Basic; the password is never shown */
+                            auth?: {
+                                username: string;
+                            };
+                            responseTemplate?: string;
+                            responseTopic?: string;
+                            errorResponseTopic?: string;
+                            /** @description by its owner, or by the cloud (disabled_reason) */
+                            disabled: boolean;
+                            /** @description why the cloud disabled it; PUT disabled:false enables it again */
+                            disabled_reason: string | null;
+                            /** @description every delivery has failed since then */
+                            failing_since: string | (never | null);
+                            /** @description ISO 8601 */
+                            created_at: string;
+                            /** @description ISO 8601 */
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete a webhook and its delivery log */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/integrations/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The delivery log, newest first: each delivery with its attempts */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description next_before of the page before, or an ISO 8601 time */
+                    before?: string;
+                    status?: "pending" | "sending" | "delivered" | "failed";
+                };
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deliveries: {
+                                /** @description the webhook-id header of every attempt */
+                                id: string;
+                                status: "pending" | "sending" | "delivered" | "failed";
+                                event: {
+                                    name: string;
+                                    data: string | null;
+                                    coreid: string;
+                                    published_at: string;
+                                };
+                                /** @description ISO 8601 */
+                                created_at: string;
+                                /** @description the next attempt, while pending */
+                                next_at: string | (never | null);
+                                /** @description ISO 8601 */
+                                finished_at: string | null;
+                                /** @description the delivery this one sends again */
+                                resend_of: string | null;
+                                attempts: {
+                                    n: number;
+                                    /** @description ISO 8601 */
+                                    at: string;
+                                    outcome: "delivered" | "failed" | "skipped";
+                                    /** @description the receiver's HTTP status */
+                                    status: number | null;
+                                    latency_ms: number;
+                                    /** @description the start of the receiver's answer */
+                                    answer: string | null;
+                                    /** @description why no answer came, or why it was skipped */
+                                    error: string | null;
+                                }[];
+                            }[];
+                            /** @description pass as before for the next page; null on the last */
+                            next_before: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/integrations/{id}/deliveries/{deliveryId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again, as a new delivery (once the webhook is enabled, if it is not) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                    deliveryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            delivery_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/integrations/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send again every delivery made from `from` until `to` (the last 30 days), oldest first */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description ISO 8601; deliveries made from then… */
+                        from: string;
+                        /** @description …until then (excluded) */
+                        to: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            count: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/integrations/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a made-up event named as the webhook's prefix (optional data) now */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the made-up event's data */
+                        data?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            delivery_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/integrations/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret, shown this once; the old one still signs for 24 hours */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            /** @description the new signing secret, shown this once */
+                            secret: string;
+                            /** @description ISO 8601 */
+                            previous_secret_expires_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
