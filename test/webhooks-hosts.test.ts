@@ -7,6 +7,7 @@ import { provision } from './helpers/device.js';
 import { eventually } from './helpers/eventually.js';
 import { openEventStream } from './helpers/sse.js';
 import { startReceiver, type Receiver } from './helpers/receiver.js';
+import { sample, scrape } from './helpers/metrics.js';
 
 /**
  * One failing host cannot slow the others (docs/webhooks.md, "Retries"): deliveries to a host
@@ -20,7 +21,7 @@ let owner: string;
 let productId: number;
 let device: Device;
 before(async () => {
-  server = await startTestServer({ env: { WEBHOOK_ALLOW_PRIVATE: '127.0.0.1,127.0.0.2,127.0.0.3', WEBHOOK_HOST_CONCURRENCY: '2', WEBHOOK_TIMEOUT_SECONDS: '5' } });
+  server = await startTestServer({ env: { WEBHOOK_ALLOW_PRIVATE: '127.0.0.1,127.0.0.2,127.0.0.3', WEBHOOK_HOST_CONCURRENCY: '2', WEBHOOK_TIMEOUT_SECONDS: '5', METRICS: 'open' } });
   [healthy, failing] = await Promise.all([startReceiver('127.0.0.1'), startReceiver('127.0.0.2')]);
   ({ token: owner } = await signUp(server.url));
   productId = (await newProduct(server.url, owner)).id;
@@ -70,4 +71,15 @@ test('a host answering mostly errors sleeps: its next deliveries are skipped for
   } finally {
     stream.close();
   }
+});
+
+test('metrics: attempts by outcome, their time, the queue\'s depth and the age of its oldest delivery', async () => {
+  const text = await scrape(server.url);
+  assert.ok(sample(text, 'skyport_webhook_attempts_total', 'outcome="delivered"') >= 6);
+  assert.ok(sample(text, 'skyport_webhook_attempts_total', 'outcome="failed"') >= 5);
+  assert.ok(sample(text, 'skyport_webhook_attempts_total', 'outcome="skipped"') >= 1);
+  assert.ok(sample(text, 'skyport_webhook_attempt_seconds_count') >= 11);
+  // The hanging host's and the sleeping host's deliveries are still waiting.
+  assert.ok(sample(text, 'skyport_webhook_queue_depth') >= 1);
+  assert.ok(sample(text, 'skyport_webhook_oldest_pending_seconds') > 0);
 });
