@@ -221,6 +221,26 @@ describe('a receiver that fails', () => {
     }
   });
 
+  test('a webhook whose every delivery failed for 5 days is disabled, saying why; one success in between starts the count again', async () => {
+    const { webhook: w } = await webhook({ event: 'dying', url: `${receiver.url}/dying` });
+    receiver.answer((r) => (r.url === '/dying' ? { status: 500 } : { status: 200 }));
+    const { d } = await device();
+    const failed = async (n: number) => eventually(async () => ((await hooks().manage.counts(w)).failed >= n ? true : undefined));
+    await d.publish('dying', '1');
+    await failed(1);
+    const since = (await hooks().manage.find(w.id))?.failingSince;
+    assert.ok(since, 'failing since the first failure');
+    clock.advance(4 * 86400_000);
+    await d.publish('dying', '2');
+    await failed(2);
+    assert.equal((await hooks().manage.find(w.id))?.disabledReason, null, 'four days: still on');
+    clock.advance(86400_000 + 1000);
+    await d.publish('dying', '3');
+    const off = await eventually(async () => (await hooks().manage.find(w.id))?.disabledReason ?? undefined);
+    assert.match(off, /failed for 5 days/);
+    receiver.answer({ status: 200, body: 'ok' });
+  });
+
   test('an address that is not allowed is refused at save time, and again at connection time', async () => {
     await assert.rejects(webhook({ event: 'x', url: 'http://127.0.0.2:9/' }), /127\.0\.0\.2 is a loopback, private, link-local or metadata address/);
     await assert.rejects(webhook({ event: 'x', url: 'http://169.254.169.254/latest/meta-data' }), /metadata/);
@@ -241,6 +261,8 @@ describe('a receiver that fails', () => {
 
 describe('secrets, resends and replays', () => {
   test('a rotated secret: both sign for 24 hours, so a receiver with either verifies; then the new one alone', async () => {
+    // Receivers check the signature's time against their own clock: the cloud's is put back to it.
+    clock.set(new Date());
     const { webhook: w, secret: old } = await webhook({ event: 'rot', url: `${receiver.url}/rot`, json: { v: '{{PARTICLE_EVENT_VALUE}}' } });
     const { secret: fresh } = await hooks().manage.rotateSecret(w, actor);
     assert.notEqual(fresh, old);
