@@ -1,14 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { basic, raw, type RawResponse } from './helpers/http.js';
 import { newProduct, rejection, signUp } from './helpers/fixtures.js';
 import { eventually } from './helpers/eventually.js';
 import { provision } from './helpers/device.js';
+import { startReceiver, type Receiver } from './helpers/receiver.js';
 
 /**
  * The webhook routes (docs/api.md, "Webhooks"): every field taken and shown again, what is
@@ -17,33 +15,21 @@ import { provision } from './helpers/device.js';
  * Deliveries go to a receiver on a loopback port, which the server allows (WEBHOOK_ALLOW_PRIVATE).
  */
 let server: TestServer;
-interface Got { path: string; method: string; headers: IncomingHttpHeaders; body: string }
-const got: Got[] = [];
-/** Answers 200 "thanks", or 500 "broken" under /fail. */
-const receiver = createServer((req, res) => {
-  let body = '';
-  req.on('data', (c: Buffer) => { body += c.toString(); });
-  req.on('end', () => {
-    const path = (req.url ?? '').split('?')[0] as string;
-    got.push({ path, method: req.method ?? '', headers: req.headers, body });
-    if (path.startsWith('/fail')) res.writeHead(500).end('broken');
-    else res.end('thanks');
-  });
-});
+let receiver: Receiver;
 let hooks: string;
 before(async () => {
-  receiver.listen(0, '127.0.0.1');
-  await once(receiver, 'listening');
-  hooks = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiver = await startReceiver();
+  // 200 "thanks", or 500 "broken" under /fail.
+  receiver.answer((r) => (r.url.startsWith('/fail') ? { status: 500, body: 'broken' } : { status: 200, body: 'thanks' }));
+  hooks = receiver.url;
   server = await startTestServer({ env: { WEBHOOK_ALLOW_PRIVATE: '127.0.0.1' } });
 });
 after(async () => {
   await server.close();
-  receiver.closeAllConnections();
-  receiver.close();
+  await receiver.close();
 });
 
-const at = (path: string) => got.filter((g) => g.path === path);
+const at = (path: string) => receiver.received.filter((g) => g.url.split('?')[0] === path);
 const call = (method: string, path: string, token: string, json?: unknown): Promise<RawResponse> =>
   raw(`${server.url}${path}`, { method, token, ...(json === undefined ? {} : { json }) });
 async function ok(r: Promise<RawResponse>, status = 200): Promise<RawResponse> {

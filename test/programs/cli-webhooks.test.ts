@@ -1,9 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -11,29 +8,24 @@ import { raw } from '../helpers/http.js';
 import { newProduct, signUp } from '../helpers/fixtures.js';
 import { eventually } from '../helpers/eventually.js';
 import { cliHome, failedWith, skyport } from '../helpers/cli.js';
+import { startReceiver, type Receiver } from '../helpers/receiver.js';
 
 /** The skyport CLI: `webhook create|list|get|update|delete|log|test|resend|replay|rotate-secret`. */
 let server: TestServer;
-const got: Array<{ path: string; headers: IncomingHttpHeaders; body: string }> = [];
-const receiver = createServer((req, res) => {
-  let body = '';
-  req.on('data', (c: Buffer) => { body += c.toString(); });
-  req.on('end', () => { got.push({ path: (req.url ?? '').split('?')[0] as string, headers: req.headers, body }); res.end('received'); });
-});
+let receiver: Receiver;
 let hooks: string;
 before(async () => {
-  receiver.listen(0, '127.0.0.1');
-  await once(receiver, 'listening');
-  hooks = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiver = await startReceiver();
+  receiver.answer({ status: 200, body: 'received' });
+  hooks = receiver.url;
   server = await startTestServer({ env: { WEBHOOK_ALLOW_PRIVATE: '127.0.0.1' } });
 });
 after(async () => {
   await server.close();
-  receiver.closeAllConnections();
-  receiver.close();
+  await receiver.close();
 });
 
-const at = (path: string) => got.filter((g) => g.path === path);
+const at = (path: string) => receiver.received.filter((g) => g.url.split('?')[0] === path);
 
 test('webhook create prints the signing secret once; list, get, update (--disable, --enable) and delete, of your account', async () => {
   const { token } = await signUp(server.url);
