@@ -163,6 +163,7 @@ const ROWS: Row[] = [
 
   ['GET', '/v1/webhooks', 'bearer',                                         '400 401 401 401 ✓   ✓   ✓   403 403 403 403 403'],
   ['POST', '/v1/webhooks', 'bearer',                                        '400 401 401 401 ✓   ✓   ✓   403 403 403 403 403', { target: 'to a loopback receiver (WEBHOOK_ALLOW_PRIVATE)' }],
+  ['POST', '/v1/webhooks/preview', 'bearer',                                '400 401 401 401 ✓   ✓   ✓   403 403 403 403 403', { target: 'the request a sample event would make; nothing saved or sent' }],
   ['GET', '/v1/webhooks/{id}', 'bearer',                                    '400 401 401 401 ✓   404 404 403 403 403 403 403', { target: "the owner's webhook" }],
   ['PUT', '/v1/webhooks/{id}', 'bearer',                                    '400 401 401 401 ✓   404 404 403 403 403 403 403', { target: "the owner's webhook" }],
   ['DELETE', '/v1/webhooks/{id}', 'bearer',                                 '400 401 401 401 ✓   404 404 403 403 403 403 403', { target: "a webhook of the owner's made for the cell" }],
@@ -184,6 +185,7 @@ const ROWS: Row[] = [
 
   ['GET', '/v1/products/{productIdOrSlug}/webhooks', 'bearer',              '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
   ['POST', '/v1/products/{productIdOrSlug}/webhooks', 'bearer',             '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: 'to a loopback receiver (WEBHOOK_ALLOW_PRIVATE)' }],
+  ['POST', '/v1/products/{productIdOrSlug}/webhooks/preview', 'bearer',     '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: 'the request a sample event would make; nothing saved or sent' }],
   ['GET', '/v1/products/{productIdOrSlug}/webhooks/{id}', 'bearer',         '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: "the product's webhook" }],
   ['PUT', '/v1/products/{productIdOrSlug}/webhooks/{id}', 'bearer',         '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: "the product's webhook" }],
   ['DELETE', '/v1/products/{productIdOrSlug}/webhooks/{id}', 'bearer',      '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: 'a product webhook made for the cell' }],

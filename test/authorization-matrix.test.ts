@@ -261,6 +261,8 @@ function webhookRequests(prefix: string, hook: (fx: Fixture) => { id: string; de
     [`POST ${table}/{id}/replay`]: (fx) => ({ path: `${one(fx)}/replay`, json: { from: new Date(clock.nowMs() - 3600_000).toISOString(), to: new Date(clock.nowMs() + 60_000).toISOString() } }),
     [`POST ${table}/{id}/test`]: (fx) => ({ path: `${one(fx)}/test`, json: { data: 'matrix' } }),
     [`POST ${table}/{id}/secret`]: (fx) => ({ path: `${one(fx)}/secret`, json: {} }),
+    // The preview is at /webhooks only.
+    ...(kind.endsWith('/webhooks') ? { [`POST ${table}/preview`]: (fx: Fixture) => ({ path: `${real(fx)}/preview`, json: { event: 'matrix', url: hookUrl, sample: { data: 'matrix' } } }) } : {}),
   };
 }
 

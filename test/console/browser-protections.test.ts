@@ -3,12 +3,11 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Page } from 'playwright-core';
 import { raw, type RawResponse } from '../helpers/http.js';
 import { newProduct, signUp } from '../helpers/fixtures.js';
 import { configDevice, provision } from '../helpers/device.js';
 import { eventually } from '../helpers/eventually.js';
-import { consoleUnderTest, newPage, logIn } from '../helpers/browser.js';
+import { consoleUnderTest, newPage, logIn, recordViolations } from '../helpers/browser.js';
 import { PASSWORD } from '../helpers/fixtures.js';
 
 /**
@@ -97,19 +96,6 @@ test('headers: the console (its document and files) carries its policy; every an
   assertApiHeaders(stream, 'an event stream');
 });
 
-/** Records the page's Content-Security-Policy violations, from the first script on. */
-async function recordViolations(page: Page): Promise<() => Promise<string[]>> {
-  // A string: the tests are compiled without the DOM's types.
-  await page.addInitScript(`
-    const seen = globalThis.cspViolations = [];
-    document.addEventListener('securitypolicyviolation', (e) => seen.push(e.effectiveDirective + ' blocked ' + (e.blockedURI || 'inline') + ' (' + e.sourceFile + ':' + e.lineNumber + ')'));
-  `);
-  const logged: string[] = [];
-  page.on('console', (m) => { if (/Content.Security.Policy/i.test(m.text())) logged.push(m.text()); });
-  page.on('pageerror', (e) => logged.push(`page error: ${e.message}`));
-  return async () => [...(await page.evaluate('globalThis.cspViolations') as string[]), ...logged];
-}
-
 describe('in Chromium', { concurrency: true }, () => {
   test('the pages a product team uses meet no Content-Security-Policy violation', async () => {
     const { username, token } = await signUp(tested.server.url);
@@ -176,6 +162,14 @@ describe('in Chromium', { concurrency: true }, () => {
       await tab('Clients').click();
       await page.getByText('No OAuth clients yet.').waitFor();
       await check('clients');
+      await tab('Integrations').click();
+      await page.getByText('No webhooks yet.').waitFor();
+      await page.getByRole('link', { name: 'New webhook' }).click();
+      await page.getByLabel('Event name prefix').fill('guarded');
+      await page.getByLabel('URL').fill('https://example.com/hooks');
+      await page.getByRole('button', { name: 'Preview the request' }).click();
+      await page.getByRole('region', { name: 'Request preview' }).waitFor();
+      await check('integrations');
       await tab('Team').click();
       await page.getByRole('heading', { name: 'Team', exact: true }).waitFor();
       await check('team');

@@ -46,6 +46,19 @@ export async function fitsPhoneWidth(page: Page): Promise<boolean> {
   return wide <= 375;
 }
 
+/** Records the page's Content-Security-Policy violations, from the first script on. */
+export async function recordViolations(page: Page): Promise<() => Promise<string[]>> {
+  // A string: the tests are compiled without the DOM's types.
+  await page.addInitScript(`
+    const seen = globalThis.cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) => seen.push(e.effectiveDirective + ' blocked ' + (e.blockedURI || 'inline') + ' (' + e.sourceFile + ':' + e.lineNumber + ')'));
+  `);
+  const logged: string[] = [];
+  page.on('console', (m) => { if (/Content.Security.Policy/i.test(m.text())) logged.push(m.text()); });
+  page.on('pageerror', (e) => logged.push(`page error: ${e.message}`));
+  return async () => [...(await page.evaluate('globalThis.cspViolations') as string[]), ...logged];
+}
+
 /** Logs in on the console's form at `path`: a page asked for before logging in is the page shown after. */
 export async function logIn(page: Page, username: string, password = PASSWORD, path = '/'): Promise<void> {
   await page.goto(path);

@@ -48,6 +48,7 @@ export function App() {
       <header>
         <Link to="/" className="brand">Skyport</Link>
         <Link to="/clients">OAuth clients</Link>
+        <Link to="/integrations">Integrations</Link>
         <Link to="/account">Account</Link>
         <ApiTokenButton session={session} />
         <span className="who">{session.username}</span>

@@ -8,6 +8,8 @@ import { Product } from './routes/Product.js';
 
 // The account page (and its QR code drawing) loads when it is opened, not for the first page.
 const Account = lazy(() => import('../features/account/components/Account.js').then((m) => ({ default: m.Account })));
+// The webhooks of the user's own account: loaded when opened, as a product's are.
+const Integrations = lazy(() => import('../features/webhooks/components/Integrations.js').then((m) => ({ default: m.Integrations })));
 
 /** The pages of a session, each an address to keep and share (docs/console.md, "The pages"). */
 export function AppRoutes({ session }: { session: Session }) {
@@ -16,6 +18,13 @@ export function AppRoutes({ session }: { session: Session }) {
       <Route path="/" element={<Products session={session} />} />
       <Route path="/products/:slug/*" element={<Product session={session} />} />
       <Route path="/clients" element={<section aria-labelledby="account-clients-title"><h2 id="account-clients-title">OAuth clients</h2><p>Clients of your own account: their tokens act as you.</p><Clients session={session} at={accountClients} title="Your clients" /></section>} />
+      <Route path="/integrations/*" element={(
+        <section aria-labelledby="account-integrations-title">
+          <h2 id="account-integrations-title">Integrations</h2>
+          <p>Webhooks of your own account: they take the events of the devices you own and the events you publish. A product's webhooks are on its Integrations tab.</p>
+          <Suspense fallback={<p>Loading…</p>}><Integrations session={session} product={null} title="Your webhooks" /></Suspense>
+        </section>
+      )} />
       <Route path="/account" element={<Suspense fallback={<p>Loading…</p>}><Account session={session} /></Suspense>} />
       <Route path="*" element={<p>No such page. <Link to="/">Your products</Link></p>} />
     </Routes>

@@ -3227,6 +3227,140 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The request a webhook with these fields would send for a sample event: nothing is saved or sent; the auth header is masked and the signature left out */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "Webhook", the only kind this server has; required at /integrations */
+                        integration_type?: string;
+                        /** @description the prefix of the event names that trigger it (1-64 characters; case-sensitive) */
+                        event?: string;
+                        /** @description the same as event (Particle's documents use both) */
+                        eventName?: string;
+                        url?: string;
+                        /** @description GET, POST (default), PUT or DELETE */
+                        requestType?: string;
+                        name?: string | null;
+                        /** @description a user's webhook: only this device's events (also deviceid, deviceId) */
+                        deviceID?: string | null;
+                        deviceid?: string | null;
+                        deviceId?: string | null;
+                        /** @description a JSON body: an object whose texts are templates, or one template */
+                        json?: unknown;
+                        form?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        /** @description a body template */
+                        body?: string | null;
+                        query?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        headers?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        auth?: ({
+                            username?: unknown;
+                            password?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        noDefaults?: (boolean | "true" | "false") | (never | null);
+                        rejectUnauthorized?: (boolean | "true" | "false") | (never | null);
+                        responseTemplate?: string | null;
+                        responseTopic?: string | null;
+                        errorResponseTopic?: string | null;
+                        disabled?: (boolean | "true" | "false") | (never | null);
+                        /** @description the sample event */
+                        sample?: {
+                            /** @description the event's name; the webhook's event prefix when absent */
+                            name?: string | null;
+                            /** @description the event's data (a JSON object's keys become template variables) */
+                            data?: string | null;
+                            /** @description the device id; the webhook's device, or a made-up one */
+                            coreid?: string | null;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            method: string;
+                            url: string;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** @description empty when the request has none */
+                            body: string;
+                            /** @description the made-up event the templates saw */
+                            event: {
+                                name: string;
+                                data: string | null;
+                                coreid: string;
+                                /** @description ISO 8601 */
+                                published_at: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/{id}": {
         parameters: {
             query?: never;
@@ -7535,6 +7669,142 @@ export interface paths {
                             hookUrl: string;
                             /** @description the signing secret (whsec_…), shown this once */
                             secret: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/webhooks/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The request a webhook with these fields would send for a sample event: nothing is saved or sent; the auth header is masked and the signature left out */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "Webhook", the only kind this server has; required at /integrations */
+                        integration_type?: string;
+                        /** @description the prefix of the event names that trigger it (1-64 characters; case-sensitive) */
+                        event?: string;
+                        /** @description the same as event (Particle's documents use both) */
+                        eventName?: string;
+                        url?: string;
+                        /** @description GET, POST (default), PUT or DELETE */
+                        requestType?: string;
+                        name?: string | null;
+                        /** @description a user's webhook: only this device's events (also deviceid, deviceId) */
+                        deviceID?: string | null;
+                        deviceid?: string | null;
+                        deviceId?: string | null;
+                        /** @description a JSON body: an object whose texts are templates, or one template */
+                        json?: unknown;
+                        form?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        /** @description a body template */
+                        body?: string | null;
+                        query?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        headers?: {
+                            [key: string]: string | number | boolean;
+                        } | null;
+                        auth?: ({
+                            username?: unknown;
+                            password?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        noDefaults?: (boolean | "true" | "false") | (never | null);
+                        rejectUnauthorized?: (boolean | "true" | "false") | (never | null);
+                        responseTemplate?: string | null;
+                        responseTopic?: string | null;
+                        errorResponseTopic?: string | null;
+                        disabled?: (boolean | "true" | "false") | (never | null);
+                        /** @description the sample event */
+                        sample?: {
+                            /** @description the event's name; the webhook's event prefix when absent */
+                            name?: string | null;
+                            /** @description the event's data (a JSON object's keys become template variables) */
+                            data?: string | null;
+                            /** @description the device id; the webhook's device, or a made-up one */
+                            coreid?: string | null;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            method: string;
+                            url: string;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** @description empty when the request has none */
+                            body: string;
+                            /** @description the made-up event the templates saw */
+                            event: {
+                                name: string;
+                                data: string | null;
+                                coreid: string;
+                                /** @description ISO 8601 */
+                                published_at: string;
+                            };
                         };
                     };
                 };

@@ -7,12 +7,13 @@ import { MAX_EVENT_DATA_BYTES } from '../../services/events.service.js';
 import type { DeviceAccess } from '../../services/devices/access.js';
 import type { Webhooks } from '../../services/webhooks/index.js';
 import type { Actor } from '../../services/webhooks/manage.js';
+import { previewRequest, type SampleEvent } from '../../services/webhooks/preview.js';
 import { authOf, userIdOf, type Guard } from '../auth.js';
 import { productOf, type ProductAccess } from '../product-scope.js';
 import { publicOriginOf } from '../public-url.js';
 import { OkBody, Str, bodyOptional, errorResponses } from '../schemas.js';
 import {
-  Created, DeliveryLog, LogQuery, Queued, Replayed, ReplayBody, Rotated, TestBody, WebhookBody, WebhookDetail, WebhookView,
+  Created, DeliveryLog, LogQuery, PreviewAnswer, PreviewBody, Queued, Replayed, ReplayBody, Rotated, TestBody, WebhookBody, WebhookDetail, WebhookView,
   deliveryView, webhookView,
 } from './webhooks.schemas.js';
 
@@ -165,6 +166,30 @@ function webhookRoutesAt(app: FastifyInstance, place: Place, deps: WebhookDeps):
     const hookUrl = `${publicOriginOf(req, deps.publicUrl)}${place.pathOf(req, webhook.id)}`;
     return reply.code(201).send({ ok: true, ...webhookView(webhook), hookUrl, secret });
   });
+
+  // The request a sample event would make, before saving (the console's preview); `/webhooks` only.
+  if (kind === 'webhooks') {
+    app.post<{ Body: Body & { sample?: SampleEvent } }>(`${base}/preview`, {
+      preHandler: place.guard,
+      preValidation: bodyOptional,
+      config: read,
+      schema: {
+        tags,
+        summary: 'The request a webhook with these fields would send for a sample event: nothing is saved or sent; the auth header is masked and the signature left out',
+        params: place.params,
+        body: PreviewBody,
+        response: { 200: PreviewAnswer, ...errorResponses(400, 401, 403) },
+      },
+    }, async (req) => explained(async () => {
+      const { sample, ...fields } = req.body;
+      checkType(fields, false);
+      const input = normalised(fields, false);
+      if (place.owner === 'user') await deviceByName(req, input, deps.devices);
+      const scope = place.scope(req);
+      // The wall clock, not the cloud's: the time is only shown (published_at, webhook-timestamp).
+      return previewRequest(input, scope.kind === 'product' ? scope : { kind: 'user' }, sample ?? {}, new Date());
+    }));
+  }
 
   app.get<{ Params: IdParams }>(`${base}/:id`, {
     preHandler: place.guard,

@@ -127,6 +127,24 @@ export const TestBody = Type.Object({
   data: Type.Optional(Type.Union([Str(1024), Type.Null()], { description: 'the made-up event\'s data' })),
 });
 
+/** A preview: the webhook's fields, and the made-up event its templates see. */
+export const PreviewBody = Type.Object({
+  ...WebhookBody.properties,
+  sample: Type.Optional(Type.Object({
+    name: Nullable(Str(64, { description: 'the event\'s name; the webhook\'s event prefix when absent' })),
+    data: Nullable(Str(1024, { description: 'the event\'s data (a JSON object\'s keys become template variables)' })),
+    coreid: Nullable(Str(100, { description: 'the device id; the webhook\'s device, or a made-up one' })),
+  }, { description: 'the sample event' })),
+}, { additionalProperties: true });
+
+export const PreviewAnswer = Type.Object({
+  method: Type.String(),
+  url: Type.String(),
+  headers: Texts,
+  body: Type.String({ description: 'empty when the request has none' }),
+  event: Type.Object({ name: Type.String(), data: Type.Union([Type.String(), Type.Null()]), coreid: Type.String(), published_at: Time }, { description: 'the made-up event the templates saw' }),
+});
+
 export const Queued = Type.Object({ ok: Type.Literal(true), delivery_id: Type.String() });
 export const Replayed = Type.Object({ ok: Type.Literal(true), count: Type.Integer() });
 export const Rotated = Type.Object({

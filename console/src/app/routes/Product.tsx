@@ -17,10 +17,12 @@ const Configuration = lazy(() => import('../../features/configuration/components
 const ConfigHistory = lazy(() => import('../../features/configuration/components/ConfigHistory.js').then((m) => ({ default: m.ConfigHistory })));
 const ConfigSchema = lazy(() => import('../../features/configuration/components/ConfigSchema.js').then((m) => ({ default: m.ConfigSchema })));
 const DeviceConfig = lazy(() => import('../../features/configuration/components/DeviceConfig.js').then((m) => ({ default: m.DeviceConfig })));
+// Webhooks, their forms and delivery logs: loaded when Integrations is opened.
+const Integrations = lazy(() => import('../../features/webhooks/components/Integrations.js').then((m) => ({ default: m.Integrations })));
 
 const later = (page: ReactNode) => <Suspense fallback={<p>Loading…</p>}>{page}</Suspense>;
 
-/** One product: its fleet, configuration, customers, clients, team and settings, each a page of its own. */
+/** One product: its fleet, configuration, customers, clients, integrations, team and settings, each a page of its own. */
 export function Product({ session }: { session: Session }) {
   const { slug = '' } = useParams();
   const base = `/products/${encodeURIComponent(slug)}`;
@@ -46,6 +48,7 @@ export function Product({ session }: { session: Session }) {
         <NavLink to={`${base}/config`}>Configuration</NavLink>
         <NavLink to={`${base}/customers`}>Customers</NavLink>
         <NavLink to={`${base}/clients`}>Clients</NavLink>
+        <NavLink to={`${base}/integrations`}>Integrations</NavLink>
         <NavLink to={`${base}/team`}>Team</NavLink>
         <NavLink to={`${base}/settings`}>Settings</NavLink>
       </nav>
@@ -58,6 +61,7 @@ export function Product({ session }: { session: Session }) {
         <Route path="config/schema" element={later(<ConfigSchema {...p} />)} />
         <Route path="customers" element={<Customers {...p} />} />
         <Route path="clients" element={<Clients session={session} at={productClients(slug)} title="OAuth clients" />} />
+        <Route path="integrations/*" element={later(<Integrations session={session} product={slug} title="Integrations" />)} />
         <Route path="team" element={<Team {...p} onLeft={left} />} />
         <Route path="settings" element={<ProductSettings {...p} />} />
       </Routes>
