@@ -1,6 +1,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { startTestServer, manualClock, email, type TestServer } from './helpers/server.js';
 import mqtt from 'mqtt';
@@ -18,8 +21,20 @@ import { CREDENTIALS, MATRIX, matrixOf, renderMatrix, routeKey, type CredentialI
 
 const clock = manualClock();
 let server: TestServer;
-before(async () => { server = await startTestServer({ clock }); });
-after(async () => { await server.close(); });
+/** Where the fixture's webhooks send: a loopback receiver that answers 200, allowed by WEBHOOK_ALLOW_PRIVATE. */
+const receiver = createServer((req, res) => { req.resume(); req.on('end', () => res.end('ok')); });
+let hookUrl: string;
+before(async () => {
+  receiver.listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  server = await startTestServer({ clock, env: { WEBHOOK_ALLOW_PRIVATE: '127.0.0.1' } });
+});
+after(async () => {
+  await server.close();
+  receiver.closeAllConnections();
+  receiver.close();
+});
 
 const PASSWORD = 'correct horse battery';
 
@@ -47,6 +62,9 @@ interface Fixture {
   deviceSecret: string;
   /** A product device claimed by the owner. */
   ownerDevice: string;
+  /** A webhook of the owner's account and one of the product, each with a delivery (a test event). */
+  userHook: { id: string; delivery: string };
+  productHook: { id: string; delivery: string };
   tokens: Record<CredentialId, string | undefined>;
 }
 
@@ -58,6 +76,14 @@ async function must(expected: number, r: Promise<RawResponse>, what: string): Pr
   const res = await r;
   assert.equal(res.status, expected, `fixture: ${what}: ${res.text}`);
   return res;
+}
+
+/** A webhook made by the owner at `base` (/v1/webhooks or a product's), with one delivery. */
+async function newHook(token: string, base: string): Promise<{ id: string; delivery: string }> {
+  const made = await must(201, call('POST', base, { token, json: { event: 'matrix', url: hookUrl } }), `webhook at ${base}`);
+  const id = made.json.id as string;
+  const test = await must(200, call('POST', `${base}/${id}/test`, { token, json: {} }), 'test event');
+  return { id, delivery: test.json.delivery_id as string };
 }
 
 /** A version of the product's configuration history to point at: a fleet write by the owner. */
@@ -154,6 +180,7 @@ async function buildFixture(): Promise<Fixture> {
   await server.skyport.services.claims.redeem(device, code.json.claim_code as string);
   await must(200, call('POST', '/v1/devices', { token: owner.token, json: { id: ownerDevice } }), 'owner claims by id');
 
+  const [userHook, productHook] = await Promise.all([newHook(owner.token, '/v1/webhooks'), newHook(owner.token, `/v1/products/${product.id}/webhooks`)]);
   const [expired, revoked] = await Promise.all([login(owner, { expires_in: '60' }), login(owner)]);
   await must(200, call('DELETE', '/v1/access_tokens/current', { token: revoked }), 'revoke');
 
@@ -165,6 +192,7 @@ async function buildFixture(): Promise<Fixture> {
     userClient, spareClient: spare.id,
     customer, otherCustomer, targetCustomer: { email: targetCustomer.email },
     device, deviceSecret, ownerDevice,
+    userHook, productHook,
     tokens: {
       none: undefined,
       malformed: '!!!',
@@ -211,6 +239,33 @@ const enc = encodeURIComponent;
 async function enableMfa(u: User): Promise<void> {
   const begun = await must(200, call('GET', '/v1/user/mfa-enable', { token: u.token }), 'mfa begin');
   await must(200, call('POST', '/v1/user/mfa-enable', { token: u.token, json: { mfa_token: begun.json.mfa_token, otp: totpNow(begun.json.secret as string, clock.now()) } }), 'mfa confirm');
+}
+
+/**
+ * The requests of the webhook routes at one place: `prefix` as the table spells it, `kind` the
+ * rest (/v1/webhooks, /integrations…). They point at the fixture's webhook of that place; a
+ * deletion gets a webhook of the owner's made for the cell, so that the cells stay independent.
+ */
+function webhookRequests(prefix: string, hook: (fx: Fixture) => { id: string; delivery: string }, ownerToken: (fx: Fixture) => string, kind: string): Record<string, (fx: Fixture) => CellRequest | Promise<CellRequest>> {
+  const table = `${prefix === '/v1' ? '' : prefix}${kind}`;
+  const real = (fx: Fixture) => `${prefix === '/v1' ? '' : `/v1/products/${fx.product.id}`}${kind}`;
+  const one = (fx: Fixture) => `${real(fx)}/${hook(fx).id}`;
+  return {
+    [`GET ${table}`]: (fx) => ({ path: real(fx) }),
+    [`POST ${table}`]: (fx) => ({ path: real(fx), json: { integration_type: 'Webhook', event: 'matrix', url: hookUrl } }),
+    [`GET ${table}/{id}`]: (fx) => ({ path: one(fx) }),
+    [`PUT ${table}/{id}`]: (fx) => ({ path: one(fx), json: { name: 'renamed' } }),
+    [`DELETE ${table}/{id}`]: async (fx) => ({ path: `${real(fx)}/${(await newHookAt(ownerToken(fx), real(fx)))}` }),
+    [`GET ${table}/{id}/deliveries`]: (fx) => ({ path: `${one(fx)}/deliveries` }),
+    [`POST ${table}/{id}/deliveries/{deliveryId}/resend`]: (fx) => ({ path: `${one(fx)}/deliveries/${hook(fx).delivery}/resend`, json: {} }),
+    [`POST ${table}/{id}/replay`]: (fx) => ({ path: `${one(fx)}/replay`, json: { from: new Date(clock.nowMs() - 3600_000).toISOString(), to: new Date(clock.nowMs() + 60_000).toISOString() } }),
+    [`POST ${table}/{id}/test`]: (fx) => ({ path: `${one(fx)}/test`, json: { data: 'matrix' } }),
+    [`POST ${table}/{id}/secret`]: (fx) => ({ path: `${one(fx)}/secret`, json: {} }),
+  };
+}
+
+async function newHookAt(token: string, base: string): Promise<string> {
+  return (await must(201, call('POST', base, { token, json: { integration_type: 'Webhook', event: 'matrix', url: hookUrl } }), `webhook at ${base}`)).json.id as string;
 }
 
 /**
@@ -322,6 +377,11 @@ const REQUESTS: Record<string, (fx: Fixture, cred: CredentialId) => CellRequest 
   'DELETE /v1/products/{productIdOrSlug}/config': (fx) => ({ path: `/v1/products/${fx.product.id}/config`, headers: { 'content-type': 'application/schema+json' }, body: '{}' }),
   'POST /v1/devices/events': () => ({ path: '/v1/devices/events', json: { name: 'matrix', data: 'x' } }),
   'POST /v1/products/{productIdOrSlug}/events': (fx) => ({ path: `/v1/products/${fx.product.id}/events`, json: { name: 'matrix', data: 'x' } }),
+
+  ...webhookRequests('/v1', (fx) => fx.userHook, (fx) => fx.owner.token, '/v1/webhooks'),
+  ...webhookRequests('/v1', (fx) => fx.userHook, (fx) => fx.owner.token, '/v1/integrations'),
+  ...webhookRequests('/v1/products/{productIdOrSlug}', (fx) => fx.productHook, (fx) => fx.owner.token, '/webhooks'),
+  ...webhookRequests('/v1/products/{productIdOrSlug}', (fx) => fx.productHook, (fx) => fx.owner.token, '/integrations'),
 };
 
 /** Credentials that have no business seeing the fixture's product, devices or people. */

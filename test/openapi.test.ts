@@ -21,6 +21,9 @@ test('GET /v1/openapi.json answers an OpenAPI 3 document of the API', async () =
     ['/v1/user', ['get', 'put', 'delete']],
     ['/v1/clients', ['get', 'post']],
     ['/v1/access_tokens/current', ['get', 'delete']],
+    ['/v1/webhooks', ['get', 'post']],
+    ['/v1/integrations/{id}', ['get', 'put', 'delete']],
+    ['/v1/products/{productIdOrSlug}/webhooks/{id}/deliveries', ['get']],
   ];
   for (const [path, methods] of expected) {
     const item = doc.paths[path];
@@ -32,4 +35,9 @@ test('GET /v1/openapi.json answers an OpenAPI 3 document of the API', async () =
   assert.ok(token.requestBody?.content?.['application/x-www-form-urlencoded'], '/oauth/token takes form encoding');
   assert.ok(token.responses?.['200'] && token.responses['400'], '/oauth/token documents its success and error answers');
   assert.ok(doc.components?.securitySchemes?.bearer, 'the bearer scheme is declared');
+  // A webhook's answers list every field: Fastify serializes with them, and the document shows them.
+  const created = (doc.paths['/v1/webhooks']?.post as { responses: Record<string, { content: Record<string, { schema: { properties: Record<string, unknown> } }> }> }).responses['201'];
+  const fields = Object.keys(created?.content['application/json']?.schema.properties ?? {});
+  for (const f of ['ok', 'id', 'event', 'url', 'requestType', 'name', 'created_at', 'hookUrl', 'secret', 'disabled', 'disabled_reason']) assert.ok(fields.includes(f), `POST /v1/webhooks answers ${f}`);
+  assert.ok(!fields.includes('password'), 'never a password');
 });

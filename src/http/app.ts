@@ -44,6 +44,8 @@ import { oauthMetadataRoutes } from './routes/oauth-metadata.routes.js';
 import { userRoutes } from './routes/users.routes.js';
 import { productRoutes, productTeamRoutes } from './routes/products.routes.js';
 import { customerRoutes } from './routes/customers.routes.js';
+import { productWebhookRoutes, webhookRoutes } from './routes/webhooks.routes.js';
+import type { Webhooks } from '../services/webhooks/index.js';
 
 export interface HttpDeps {
   settings: Settings;
@@ -60,6 +62,7 @@ export interface HttpDeps {
   deviceCalls: DeviceCallService;
   events: EventService;
   config: Configuration;
+  webhooks: Webhooks;
   /** What GET /healthz checks and reports. */
   health: HealthDeps;
   metrics: Metrics;
@@ -160,6 +163,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   deviceCallRoutes(app, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, guard });
   const streams = eventStreams(app, deps.events, deps.settings.eventsKeepaliveSeconds, limits.openStream);
   eventRoutes(app, { events: deps.events, devices: deps.devices.access, streams, guard });
+  webhookRoutes(app, { webhooks: deps.webhooks, devices: deps.devices.access, guard, publicUrl: deps.settings.publicUrl });
   // Everything under /v1/products/:productIdOrSlug: the product is resolved once per request.
   productScope(app, deps.products, (scope) => {
     productTeamRoutes(scope, { products: deps.products, guard });
@@ -169,6 +173,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     productDeviceCallRoutes(scope, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, guard });
     productEventRoutes(scope, { events: deps.events, devices: deps.devices.access, streams, guard });
     configRoutes(scope, { config: deps.config, devices: deps.devices.access, guard });
+    productWebhookRoutes(scope, { webhooks: deps.webhooks, devices: deps.devices.access, guard, publicUrl: deps.settings.publicUrl });
   });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

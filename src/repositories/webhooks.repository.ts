@@ -231,11 +231,17 @@ export function createWebhooksRepository(db: Queryable) {
       return rows[0] && delivery(rows[0]);
     },
 
-    /** A webhook's deliveries, newest first, with their attempts; `before` pages back by creation time. */
-    async deliveries(webhookId: string, options: { limit: number; before?: Date; status?: DeliveryStatus }): Promise<Array<DeliveryRecord & { log: AttemptRecord[] }>> {
+    /**
+     * A webhook's deliveries, newest first, with their attempts. `before` pages back: a time (those
+     * created before it), or a delivery (those after it in this order: a replay writes many
+     * deliveries at one instant, and a page may end among them).
+     */
+    async deliveries(webhookId: string, options: { limit: number; before?: Date | { at: Date; id: string }; status?: DeliveryStatus }): Promise<Array<DeliveryRecord & { log: AttemptRecord[] }>> {
       const params: unknown[] = [webhookId, options.limit];
       let where = 'webhook_id = $1';
-      if (options.before) { params.push(options.before); where += ` AND created_at < $${params.length}`; }
+      const before = options.before;
+      if (before instanceof Date) { params.push(before); where += ` AND created_at < $${params.length}`; }
+      else if (before) { params.push(before.at, before.id); where += ` AND (created_at, id) < ($${params.length - 1}, $${params.length})`; }
       if (options.status) { params.push(options.status); where += ` AND status = $${params.length}`; }
       const rows = (await db.query<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`, params)).map(delivery);
       if (rows.length === 0) return [];

@@ -106,7 +106,8 @@ export function createWebhookManagement(deps: {
 
     find: (id: string) => repo.find(id),
     list: (scope: WebhookScope) => repo.list(scope),
-    log: (w: WebhookRecord, options: { limit: number; before?: Date; status?: DeliveryRecord['status'] }) => repo.deliveries(w.id, options),
+    log: (w: WebhookRecord, options: { limit: number; before?: Date | { at: Date; id: string }; status?: DeliveryRecord['status'] }) => repo.deliveries(w.id, options),
+    findDelivery: (id: string) => repo.findDelivery(id),
     counts: (w: WebhookRecord) => repo.counts(w.id, new Date(clock.nowMs() - LOG_DAYS * 86400_000)),
 
     /** Sends one delivery again, as a new delivery (the log keeps the first as it was). */
