@@ -4,6 +4,7 @@ import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { createDevice, type Device } from '../src/sdk/index.js';
 import { manualClock, startTestServer, type TestServer } from './helpers/server.js';
 import { newProduct, signUp } from './helpers/fixtures.js';
+import { raw } from './helpers/http.js';
 import { provision, type Identity } from './helpers/device.js';
 import { eventually } from './helpers/eventually.js';
 import { openEventStream } from './helpers/sse.js';
@@ -235,5 +236,65 @@ describe('a receiver that fails', () => {
     const log = await eventually(async () => ((await deliveries(w))[0]?.attempts === 1 ? (await deliveries(w))[0] : undefined));
     assert.match(log.log[0]?.error ?? '', /127\.0\.0\.3 is a loopback/);
     assert.equal(at('/sneaky').length, 0);
+  });
+});
+
+describe('secrets, resends and replays', () => {
+  test('a rotated secret: both sign for 24 hours, so a receiver with either verifies; then the new one alone', async () => {
+    const { webhook: w, secret: old } = await webhook({ event: 'rot', url: `${receiver.url}/rot`, json: { v: '{{PARTICLE_EVENT_VALUE}}' } });
+    const { secret: fresh } = await hooks().manage.rotateSecret(w, actor);
+    assert.notEqual(fresh, old);
+    const { d } = await device();
+    await d.publish('rot', '1');
+    const [r] = await eventually(() => (at('/rot').length === 1 ? at('/rot') : undefined));
+    const headers = r?.headers as Record<string, string>;
+    assert.equal(headers['webhook-signature']?.split(' ').length, 2);
+    for (const s of [old, fresh]) assert.deepEqual(new Webhook(s).verify(r?.body ?? '', headers), { v: '1', event: 'rot', data: '1', coreid: d.id, published_at: (JSON.parse(r?.body ?? '{}') as { published_at: string }).published_at, userid: '', fw_version: '', productID: String(productId) });
+    clock.advance(24 * 3600_000 + 1000);
+    await d.publish('rot', '2');
+    const [, later] = await eventually(() => (at('/rot').length === 2 ? at('/rot') : undefined));
+    assert.equal(later?.headers['webhook-signature']?.toString().split(' ').length, 1, 'the old secret signs no more');
+  });
+
+  test('resend and replay make new deliveries of the same events; the log keeps the first as it was', async () => {
+    const { webhook: w } = await webhook({ event: 'again', url: `${receiver.url}/again` });
+    const { d } = await device();
+    const from = clock.now();
+    for (const n of ['1', '2', '3']) await d.publish('again', n);
+    await eventually(() => (at('/again').length === 3 ? true : undefined));
+    const log = await eventually(async () => {
+      const l = await hooks().manage.log(w, { limit: 10 });
+      return l.length === 3 && l.every((x) => x.status === 'delivered') ? l : undefined;
+    });
+    const first = log.find((x) => x.event.data === '1') as (typeof log)[number];
+    await hooks().manage.resend(w, first.id);
+    await eventually(() => (at('/again').length === 4 ? true : undefined));
+    const resent = at('/again')[3];
+    assert.equal(new URLSearchParams(resent?.body).get('data'), '1');
+    assert.notEqual(resent?.headers['webhook-id'], first.id, 'a new delivery, with an id of its own');
+    clock.advance(1000);
+    assert.equal(await hooks().manage.replay(w, from, clock.now()), 3);
+    await eventually(() => (at('/again').length === 7 ? true : undefined));
+    assert.deepEqual(at('/again').slice(4).map((r) => new URLSearchParams(r.body).get('data')).sort(), ['1', '2', '3']);
+    const after = await hooks().manage.log(w, { limit: 20 });
+    assert.equal(after.length, 7);
+    assert.equal(after.filter((x) => x.resendOf !== null).length, 4);
+    await assert.rejects(hooks().manage.resend(w, 'msg_nope'), /No such delivery/);
+  });
+
+  test('a user\'s webhook takes the events of the devices they own and what they publish through the API', async () => {
+    const rows = await server.skyport.db.query<{ id: string }>('SELECT id FROM users ORDER BY created_at DESC LIMIT 1');
+    const userId = rows[0]?.id as string;
+    await hooks().manage.create({ kind: 'user', owner: { kind: 'user', id: userId } }, { event: 'mine', url: `${receiver.url}/mine` }, { account: { kind: 'user', id: userId }, ip: null });
+    const ok = await raw(`${server.url}/v1/devices/events`, { method: 'POST', token: owner, json: { name: 'mine', data: 'api' } });
+    assert.equal(ok.status, 200, ok.text);
+    const [r] = await eventually(() => (at('/mine').length === 1 ? at('/mine') : undefined));
+    assert.equal(new URLSearchParams(r?.body).get('coreid'), 'api');
+    // A fleet device nobody owns is not the user's: the product's webhook takes its event, this one does not.
+    await webhook({ event: 'mine', url: `${receiver.url}/fleet-mine` });
+    const { d } = await device();
+    await d.publish('mine', 'fleet');
+    await eventually(() => (at('/fleet-mine').length === 1 ? true : undefined));
+    assert.equal(at('/mine').length, 1);
   });
 });
