@@ -7,7 +7,7 @@
 // processes and threads. Then:
 //   test/unit/      needs no store: runs once, in the embedded pass.
 //   test/programs/  the command-line programs and examples, clients of the API that are the
-//                   same whatever the store: runs once, in the PostgreSQL pass when there is one.
+//   test/examples/  same whatever the store: run once, in the PostgreSQL pass when there is one.
 //   test/           every other test starts a real Skyport and runs once per store: on the
 //                   embedded store, and on PostgreSQL when TEST_DATABASE_URL is set (CI sets it).
 // Both stores' passes run side by side; each starts its stores from a migrated template made here
@@ -49,7 +49,7 @@ const files = find(join(OUT, 'test'))
   .sort();
 const under = (folder) => files.filter((f) => source(f).startsWith(join('test', folder) + '/'));
 const unit = under('unit');
-const programs = unitOnly ? [] : under('programs');
+const programs = unitOnly ? [] : [...under('programs'), ...under('examples')];
 // Several nodes on one PostgreSQL database and a nats-server of their own: the PostgreSQL pass only.
 const cluster = unitOnly ? [] : under('cluster');
 const server = unitOnly ? [] : files.filter((f) => !unit.includes(f) && !programs.includes(f) && !cluster.includes(f));

@@ -8,7 +8,7 @@
  * else. (A web app embeds only the ID of a `web` client, and sends the ID alone.)
  */
 import { api, type FunctionResult, type TokenResponse, type VariableResult } from '../shared/api.js';
-import type { Lamp } from '../shared/lamp.js';
+import { setUpDevice, type SetupAddress, type WifiCredentials } from '../shared/setup.js';
 
 export interface AppConfig {
   apiUrl: string;
@@ -56,12 +56,16 @@ export class MobileApp {
 
   /**
    * Device setup: a claim code for this customer (`POST /v1/products/:p/device_claims` with the
-   * customer's token), sent to the device over its own Wi-Fi access point together with the
-   * network's credentials. The device connects, presents the code and is the customer's.
+   * customer's token), then, on the device's own access point, the code and the home network's
+   * credentials over the device's setup protocol (TCP, as Particle's mobile SDKs use; the password
+   * encrypted with the device's public key). The device joins the network, connects, presents the
+   * code and is the customer's; this resolves to its id once `GET /v1/devices` lists it online.
+   * A wrong password rejects with WifiJoinFailed (the device is back in listening mode): ask again.
    */
-  async setUpDevice(lamp: Lamp): Promise<void> {
+  async setUpDevice(device: SetupAddress, wifi: WifiCredentials, log?: (line: string) => void): Promise<string> {
     const { claim_code } = await api<{ claim_code: string }>(this.config.apiUrl, `${this.productPath}/device_claims`, { token: this.accessToken, json: {} });
-    await lamp.setup(claim_code);
+    const { deviceId } = await setUpDevice({ device, claimCode: claim_code, wifi, listDevices: () => this.listDevices(), ...(log ? { log } : {}) });
+    return deviceId;
   }
 
   /** The customer's devices: `GET /v1/devices`. */

@@ -5,18 +5,21 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../shared/api.js';
 import type { CommonOptions } from '../shared/cli.js';
-import { startLamp, type Lamp } from '../shared/lamp.js';
+import { HOME_NETWORKS, HOME_WIFI, startListeningLamp, type ListeningLamp } from '../shared/lamp.js';
 import { createProductClient, ownerProduct, ownerToken, provisionDevices, type OAuthClient, type Product } from '../shared/owner.js';
+import { setUpTypingPasswords, type SetupOutcome, type SetupProtocol } from '../shared/setup.js';
 import { MobileApp } from './app.js';
 
 export interface SimpleAuthRun {
   product: Product;
   /** The customers:create client built into the app. */
   client: OAuthClient;
-  lamp: Lamp;
+  lamp: ListeningLamp;
   alice: { email: string; password: string; app: MobileApp };
   bob: { email: string; password: string; app: MobileApp };
   outcomes: {
+    /** The protocol the app set the lamp up with, and how each try ended (a typo first). */
+    setup: { protocol: SetupProtocol; attempts: SetupOutcome[] };
     /** The devices Alice's token lists after the setup. */
     aliceDevices: string[];
     /** What `led("on")` answered Alice. */
@@ -30,7 +33,13 @@ export interface SimpleAuthRun {
   close(): Promise<void>;
 }
 
-export async function runSimpleAuthApp(options: CommonOptions & { log?: (line: string) => void }): Promise<SimpleAuthRun> {
+export interface SimpleAuthOptions extends CommonOptions {
+  log?: (line: string) => void;
+  /** The device-setup protocol the app speaks: TCP (default, as Particle's mobile SDKs) or HTTP. */
+  setupProtocol?: SetupProtocol;
+}
+
+export async function runSimpleAuthApp(options: SimpleAuthOptions): Promise<SimpleAuthRun> {
   const { apiUrl, mqttUrl } = options;
   const log = options.log ?? (() => undefined);
 
@@ -41,8 +50,9 @@ export async function runSimpleAuthApp(options: CommonOptions & { log?: (line: s
   const [identity] = await provisionDevices(apiUrl, token, product, 1);
   log(`owner: product ${product.slug} (${product.id}), app client ${client.id} (customers:create), device ${identity!.id}`);
 
-  // A new lamp, switched on at the customer's home: online, not claimed yet.
-  const lamp = await startLamp(mqttUrl, identity!);
+  // A new lamp, switched on at the customer's home: in listening mode, on no network yet.
+  const lamp = await startListeningLamp(mqttUrl, identity!, { networks: HOME_NETWORKS, log });
+  const protocol = options.setupProtocol ?? 'tcp';
   try {
     const config = { apiUrl, product: product.id, client };
     const suffix = randomBytes(4).toString('hex');
@@ -51,9 +61,10 @@ export async function runSimpleAuthApp(options: CommonOptions & { log?: (line: s
 
     await alice.app.signUp(alice.email, alice.password);
     log(`alice: signed up through the app; Skyport made customer ${alice.email} and gave the app its token`);
-    await alice.app.setUpDevice(lamp);
+    // On the lamp's access point, Alice picks her network and types its password: wrong, then right.
+    const setup = await setUpTypingPasswords([HOME_WIFI.typo, HOME_WIFI.password], (password) => alice.app.setUpDevice(lamp.address(protocol), { ssid: HOME_WIFI.ssid, password }, log), log);
     const aliceDevices = (await alice.app.listDevices()).map((d) => d.id);
-    log(`alice: claimed the lamp; her devices: ${aliceDevices.join(', ')}`);
+    log(`alice: set the lamp up over ${protocol}, it is hers; her devices: ${aliceDevices.join(', ')}`);
     const aliceCall = await alice.app.callFunction(lamp.id, 'led', 'on');
     const aliceTemp = await alice.app.getVariable(lamp.id, 'temp');
     log(`alice: led("on") answered ${aliceCall}; temp is ${String(aliceTemp)}`);
@@ -77,7 +88,7 @@ export async function runSimpleAuthApp(options: CommonOptions & { log?: (line: s
 
     return {
       product, client, lamp, alice, bob,
-      outcomes: { aliceDevices, aliceCall, aliceTemp, bobRefused, aliceAgain },
+      outcomes: { setup: { protocol, attempts: setup.outcomes }, aliceDevices, aliceCall, aliceTemp, bobRefused, aliceAgain },
       close: () => lamp.close(),
     };
   } catch (err) {

@@ -12,5 +12,5 @@ const USAGE = 'usage: npx tsx examples/simple-auth-app/main.ts [--api-url URL] [
 runMain(async () => {
   const run = await runSimpleAuthApp({ ...parseCommonArgs(USAGE), log: (line) => console.log(line) });
   await run.close();
-  console.log('done: the app called the device with the customer\'s token; another customer could not');
+  console.log('done: the app set the lamp up and called it with the customer\'s token; another customer could not');
 });

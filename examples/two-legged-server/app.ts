@@ -5,7 +5,7 @@
  * the token and tries once more.
  */
 import { api, ApiError, type FunctionResult, type Request, type VariableResult } from '../shared/api.js';
-import type { Lamp } from '../shared/lamp.js';
+import { setUpDevice, type SetupAddress, type WifiCredentials } from '../shared/setup.js';
 import type { AppSession, ProductServer } from './server.js';
 
 export class PhoneApp {
@@ -43,12 +43,15 @@ export class PhoneApp {
 
   /**
    * Device setup, as in simple authentication and without the server: a claim code with the
-   * customer's token (`POST /v1/products/:p/device_claims`), sent to the device over its Wi-Fi
-   * access point; the device presents it and becomes the customer's.
+   * customer token (`POST /v1/products/:p/device_claims`), sent with the home network's
+   * credentials over the device's setup protocol; the device joins, presents the code and becomes
+   * the customer's. Resolves to its id once `GET /v1/devices` lists it online; a wrong password
+   * rejects with WifiJoinFailed (the device is back in listening mode).
    */
-  async setUpDevice(lamp: Lamp): Promise<void> {
+  async setUpDevice(device: SetupAddress, wifi: WifiCredentials, log?: (line: string) => void): Promise<string> {
     const { claim_code } = await this.skyport<{ claim_code: string }>(`/v1/products/${encodeURIComponent(String(this.product))}/device_claims`, { json: {} });
-    await lamp.setup(claim_code);
+    const { deviceId } = await setUpDevice({ device, claimCode: claim_code, wifi, listDevices: () => this.listDevices(), ...(log ? { log } : {}) });
+    return deviceId;
   }
 
   /** The customer's devices: `GET /v1/devices`. */

@@ -6,8 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../shared/api.js';
 import type { CommonOptions } from '../shared/cli.js';
-import { startLamp, type Lamp } from '../shared/lamp.js';
+import { HOME_NETWORKS, HOME_WIFI, startListeningLamp, type ListeningLamp } from '../shared/lamp.js';
 import { createProductClient, ownerProduct, ownerToken, provisionDevices, type OAuthClient, type Product } from '../shared/owner.js';
+import { setUpTypingPasswords, type SetupOutcome, type SetupProtocol } from '../shared/setup.js';
 import { PhoneApp } from './app.js';
 import { ProductServer } from './server.js';
 
@@ -16,12 +17,14 @@ export interface TwoLeggedRun {
   /** The two-legged client the server holds (no scope: its secret never leaves the server). */
   client: OAuthClient;
   server: ProductServer;
-  lamp: Lamp;
+  lamp: ListeningLamp;
   alice: { email: string; password: string; app: PhoneApp };
   bob: { email: string; password: string; app: PhoneApp };
   /** The tokens Alice's app held, in order: from sign-up, from the log-in, after renewal. */
   tokens: { signUp: string; logIn: string; renewed: string };
   outcomes: {
+    /** The protocol the app set the lamp up with, and how each try ended (a typo first). */
+    setup: { protocol: SetupProtocol; attempts: SetupOutcome[] };
     aliceDevices: string[];
     aliceCall: number;
     aliceTemp: number | string | boolean;
@@ -32,7 +35,14 @@ export interface TwoLeggedRun {
   close(): Promise<void>;
 }
 
-export async function runTwoLeggedServer(options: CommonOptions & { log?: (line: string) => void; customerTokenLifetimeSeconds?: number }): Promise<TwoLeggedRun> {
+export interface TwoLeggedOptions extends CommonOptions {
+  log?: (line: string) => void;
+  customerTokenLifetimeSeconds?: number;
+  /** The device-setup protocol the app speaks: TCP (default, as Particle's mobile SDKs) or HTTP. */
+  setupProtocol?: SetupProtocol;
+}
+
+export async function runTwoLeggedServer(options: TwoLeggedOptions): Promise<TwoLeggedRun> {
   const { apiUrl, mqttUrl } = options;
   const log = options.log ?? (() => undefined);
 
@@ -43,7 +53,9 @@ export async function runTwoLeggedServer(options: CommonOptions & { log?: (line:
   const [identity] = await provisionDevices(apiUrl, token, product, 1);
   log(`owner: product ${product.slug} (${product.id}), server client ${client.id} (no scope), device ${identity!.id}`);
 
-  const lamp = await startLamp(mqttUrl, identity!);
+  // A new lamp, switched on at the user's home: in listening mode, on no network yet.
+  const lamp = await startListeningLamp(mqttUrl, identity!, { networks: HOME_NETWORKS, log });
+  const protocol = options.setupProtocol ?? 'tcp';
   try {
     const server = new ProductServer({
       apiUrl, product: product.id, client,
@@ -57,8 +69,9 @@ export async function runTwoLeggedServer(options: CommonOptions & { log?: (line:
     await alice.app.signUp(alice.email, alice.password);
     const signUpToken = alice.app.accessToken;
     log(`alice: signed up with the server; shadow customer ${alice.email} created (no password)`);
-    await alice.app.setUpDevice(lamp);
-    log('alice: the app got a claim code with her token and the lamp claimed itself');
+    // With the token the server minted, on the lamp's access point: a typo in the password, then right.
+    const setup = await setUpTypingPasswords([HOME_WIFI.typo, HOME_WIFI.password], (password) => alice.app.setUpDevice(lamp.address(protocol), { ssid: HOME_WIFI.ssid, password }, log), log);
+    log(`alice: the app set the lamp up over ${protocol} with a claim code of her token; the lamp claimed itself`);
 
     // A later session: log in with the server, which mints a fresh token; the app calls Skyport.
     await alice.app.logIn(alice.email, alice.password);
@@ -89,7 +102,7 @@ export async function runTwoLeggedServer(options: CommonOptions & { log?: (line:
     return {
       product, client, server, lamp, alice, bob,
       tokens: { signUp: signUpToken, logIn: logInToken, renewed },
-      outcomes: { aliceDevices, aliceCall, aliceTemp, aliceRenewedCall, bobRefused },
+      outcomes: { setup: { protocol, attempts: setup.outcomes }, aliceDevices, aliceCall, aliceTemp, aliceRenewedCall, bobRefused },
       close: () => lamp.close(),
     };
   } catch (err) {

@@ -13,5 +13,5 @@ runMain(async () => {
   const run = await runTwoLeggedServer({ ...parseCommonArgs(USAGE), log: (line) => console.log(line) });
   await run.alice.app.logOut();
   await run.close();
-  console.log('done: the server minted the tokens; the app called the device with them; another user could not');
+  console.log('done: the server minted the tokens; the app set the lamp up and called it with them; another user could not');
 });

@@ -13,6 +13,7 @@ import { registerCustomerCommands } from './commands/customers.js';
 import { registerDeviceCommands } from './commands/devices.js';
 import { registerEventCommands } from './commands/events.js';
 import { registerConfigCommands } from './commands/config.js';
+import { registerWebhookCommands } from './commands/webhooks.js';
 import { addGlobalOptions } from './lib/context.js';
 
 /** `skyport`: the command line. Each command prints one clear line on stderr when it fails. */
@@ -34,6 +35,7 @@ export async function runCli(argv: readonly string[]): Promise<void> {
   registerDeviceCommands(program);
   registerEventCommands(program);
   registerConfigCommands(program);
+  registerWebhookCommands(program);
   registerSchemaCommands(program);
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -122,6 +122,8 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
       },
       security: [{ bearer: [] }],
     },
+    // Shared schemas keep their own names in the document (`Error`, `Device`), not `def-<n>`.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
   app.addSchema(ErrorBody);
   // A gateway node holds device connections; its HTTP port serves probes and scrapes only

@@ -1,4 +1,4 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 /** Shared JSON Schemas of the routes; they validate requests and feed /v1/openapi.json. */
 
@@ -9,6 +9,21 @@ export const ErrorBody = Type.Object({
 }, { additionalProperties: true, $id: 'Error' });
 
 export const OkBody = Type.Object({ ok: Type.Literal(true) });
+
+/**
+ * The type or null, as OpenAPI 3.0 says it (`nullable`): the response serializer writes it
+ * directly, where for an `anyOf` it would try each branch.
+ */
+export const orNull = <T extends TSchema>(t: T) => Type.Unsafe<Static<T> | null>({ ...t, nullable: true });
+
+/** One of a few words: a string with an `enum`, written by the serializer as a string, typed as the union. */
+export const OneOf = <T extends string>(values: readonly T[], opts: Record<string, unknown> = {}) => Type.Unsafe<T>({ type: 'string', enum: [...values], ...opts });
+
+/** An answer without a body (204). */
+export const NoContent = Type.Null({ description: 'No content' });
+
+/** The `meta` of a paged list (domain/paging.ts). */
+export const PageMeta = Type.Object({ page: Type.Integer(), per_page: Type.Integer(), total: Type.Integer(), total_pages: Type.Integer() });
 
 /** A boolean as JSON sends it, or as a form field ("true"/"false"). */
 export const Flag = Type.Union([Type.Boolean(), Type.Literal('true'), Type.Literal('false')]);

@@ -49,7 +49,7 @@ export const CONSOLE = {
       // Neither 'unsafe-inline' nor 'unsafe-eval': no <script> or event handler written into the
       // page runs, nor a script of another origin, nor any string handed to eval or `new Function`.
       // The configuration forms check values with a validator that interprets JSON Schema
-      // (console/src/schema-validator.ts) rather than compiling it into code, as Ajv does.
+      // (console/src/lib/schema-validator.ts) rather than compiling it into code, as Ajv does.
       'script-src': ["'self'"],
       'style-src': ["'self'"],
       'connect-src': ["'self'"],

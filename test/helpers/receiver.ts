@@ -21,7 +21,7 @@ export interface Receiver {
  * A webhook receiver on a free loopback port: it records every request and answers as told.
  * Webhooks may send to it because the test server's WEBHOOK_ALLOW_PRIVATE lists 127.0.0.1.
  */
-export async function startReceiver(): Promise<Receiver> {
+export async function startReceiver(host = '127.0.0.1'): Promise<Receiver> {
   const received: Received[] = [];
   let rule: Answer | ((r: Received) => Answer) = { status: 200, body: 'ok' };
   const server: Server = createServer((req, res) => {
@@ -40,11 +40,11 @@ export async function startReceiver(): Promise<Receiver> {
       else reply();
     });
   });
-  server.listen(0, '127.0.0.1');
+  server.listen(0, host);
   await once(server, 'listening');
   const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     port,
     received,
     answer(r) { rule = r; },

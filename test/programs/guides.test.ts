@@ -10,6 +10,8 @@ import { NotLoggedIn, NotYourDevice } from '../../examples/recommended-backend/b
 import { runRecommendedBackend } from '../../examples/recommended-backend/demo.js';
 import { runSimpleAuthApp } from '../../examples/simple-auth-app/demo.js';
 import { runTwoLeggedServer } from '../../examples/two-legged-server/demo.js';
+import type { ListeningLamp } from '../../examples/shared/lamp.js';
+import { SoftApClient, SoftApError } from '../../examples/shared/softap.js';
 import { NotLoggedIn as ServerNotLoggedIn } from '../../examples/two-legged-server/server.js';
 
 /**
@@ -100,18 +102,37 @@ describe('recommended: the back-end makes every call, devices stay unclaimed', (
   });
 });
 
+/**
+ * What the lamp went through in its setup, as its own progress says: a first join that failed
+ * (the typo) and back to listening on the same ports, then joined, online, claimed.
+ */
+async function assertSetUpAfterATypo(lamp: ListeningLamp): Promise<void> {
+  await lamp.done;
+  assert.equal(lamp.device.claimed, true);
+  const steps = lamp.progress.map((p) => p.step).filter((s) => s !== 'command');
+  const failed = steps.indexOf('join-failed');
+  assert.ok(failed > 0, `a failed join: ${steps.join(', ')}`);
+  assert.equal(steps.indexOf('listening', failed), failed + 1, `back to listening after the failed join: ${steps.join(', ')}`);
+  assert.deepEqual(steps.slice(-3), ['joined', 'online', 'claimed'], steps.join(', '));
+  assert.equal(steps.filter((s) => s === 'joined').length, 1, steps.join(', '));
+}
+
 describe('simple authentication: the app creates customers, the device claims itself', () => {
-  test('the customer reaches the device it claimed, another customer does not', async () => {
+  test('the app sets the lamp up over TCP (a mistyped Wi-Fi password first); the customer reaches the device it claimed, another customer does not', async () => {
     const owner = await signUp(server.url);
     const product = await newProduct(server.url, owner.token, 'Simple');
-    const run = await runSimpleAuthApp({ apiUrl: server.url, mqttUrl: server.mqttUrl, ownerToken: owner.token, product: product.slug });
+    const run = await runSimpleAuthApp({ apiUrl: server.url, mqttUrl: server.mqttUrl, ownerToken: owner.token, product: product.slug, setupProtocol: 'tcp' });
     try {
       const { lamp, alice, bob } = run;
       assert.deepEqual(run.outcomes, {
+        setup: { protocol: 'tcp', attempts: ['wifi-join-failed', 'online'] },
         aliceDevices: [lamp.id], aliceCall: 1, aliceTemp: 21.5,
         bobRefused: { status: 403, error: 'Permission Denied' }, aliceAgain: 0,
       });
       assert.equal(lamp.on, false, 'the last call (led off) reached the lamp');
+      await assertSetUpAfterATypo(lamp);
+      // Out of listening mode: the setup ports no longer answer.
+      await assert.rejects(new SoftApClient(lamp.address('tcp'), 1000).deviceInfo(), SoftApError);
 
       // Skyport's record: the lamp is owned by Alice's customer; both customers exist, neither a shadow.
       const d = await get(`/v1/products/${product.id}/devices/${lamp.id}`, owner.token);
@@ -133,7 +154,7 @@ describe('simple authentication: the app creates customers, the device claims it
       assert.deepEqual((await get('/v1/devices', bob.app.accessToken)).json, []);
       // Bob's claim code cannot take a device Alice has.
       const bobCode = await post(`/v1/products/${product.id}/device_claims`, bob.app.accessToken);
-      await assert.rejects(lamp.setup(bobCode.json.claim_code as string), /device_claimed/);
+      await assert.rejects(lamp.device.claim(bobCode.json.claim_code as string), /device_claimed/);
       // Customer tokens never reach the console routes.
       assert.equal((await get(`/v1/products/${product.id}/devices`, alice.app.accessToken)).status, 403);
 
@@ -159,18 +180,20 @@ describe('simple authentication: the app creates customers, the device claims it
 });
 
 describe('two-legged: the server keeps the accounts and mints customer tokens', () => {
-  test('a fresh token per log-in, renewed with the refresh token; the owner reaches the device, another user does not', async () => {
+  test('the app sets the lamp up over HTTP with the minted token (a mistyped password first); a fresh token per log-in, renewed with the refresh token; the owner reaches the device, another user does not', async () => {
     const owner = await signUp(server.url);
     const product = await newProduct(server.url, owner.token, 'Two-legged');
     const lifetime = 600;
-    const run = await runTwoLeggedServer({ apiUrl: server.url, mqttUrl: server.mqttUrl, ownerToken: owner.token, product: String(product.id), customerTokenLifetimeSeconds: lifetime });
+    const run = await runTwoLeggedServer({ apiUrl: server.url, mqttUrl: server.mqttUrl, ownerToken: owner.token, product: String(product.id), customerTokenLifetimeSeconds: lifetime, setupProtocol: 'http' });
     try {
       const { lamp, alice, bob, tokens } = run;
       assert.deepEqual(run.outcomes, {
+        setup: { protocol: 'http', attempts: ['wifi-join-failed', 'online'] },
         aliceDevices: [lamp.id], aliceCall: 1, aliceTemp: 21.5, aliceRenewedCall: 0,
         bobRefused: { status: 403, error: 'Permission Denied' },
       });
       assert.equal(lamp.on, false);
+      await assertSetUpAfterATypo(lamp);
       assert.equal(new Set([tokens.signUp, tokens.logIn, tokens.renewed]).size, 3, 'three distinct tokens');
 
       // Shadow customers, no passwords; the lamp is Alice's.
@@ -244,4 +267,8 @@ test('the documented command lines run each example against a server and end wit
     assert.match(out, /^done: /m);
   }
   assert.match(results[1]!.out, /bob: his token gets 403 Permission Denied/);
+  // The older designs set their lamp up from the app: a typo, the lamp back in listening mode, then online.
+  for (const { out } of results.slice(1)) {
+    assert.match(out, /phone: device [0-9a-f]{24} could not join "alice-home" and is back in listening mode[^]*phone: device [0-9a-f]{24} is online and among the customer's devices/);
+  }
 });

@@ -2,10 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openEventStream, sseParser, type StreamEvent, type StreamState } from '../../console/src/events.js';
+import { openEventStream, sseParser, type StreamEvent, type StreamState } from '../../console/src/lib/events.js';
 import { eventually } from '../helpers/eventually.js';
 
-/** The console's event-stream reader (console/src/events.ts), against a plain HTTP server. */
+/** The console's event-stream reader (console/src/lib/events.ts), against a plain HTTP server. */
 
 test('the SSE parser: events split anywhere across chunks, comments skipped, multi-line data joined', () => {
   const got: Array<[string, string]> = [];

@@ -1,13 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createSchemaUtils, type RJSFSchema, type RJSFValidationError } from '@rjsf/utils';
-import { InterpretingValidator } from '../../console/src/schema-validator.js';
-import { deviceSchema, fleetSchema, type ConfigSchema } from '../../console/src/config-form.js';
+import { InterpretingValidator } from '../../console/src/lib/schema-validator.js';
+import { deviceSchema, fleetSchema, type ConfigSchema } from '../../console/src/features/configuration/utils/config-form.js';
 import { defaultSchema } from '../../src/domain/config/default-schema.js';
 import { configAjv } from '../../src/domain/config/schema-rules.js';
 
 /**
- * The configuration forms' validator (console/src/schema-validator.ts): it interprets schemas
+ * The configuration forms' validator (console/src/lib/schema-validator.ts): it interprets schemas
  * (the console's policy allows no eval), and refuses what the API's Ajv refuses, in Ajv's words.
  */
 

@@ -4,7 +4,7 @@ import type { ClientOwner } from '../../domain/oauth-clients.js';
 import type { ClientService } from '../../services/clients.service.js';
 import { userIdOf, type Guard } from '../auth.js';
 import { productOf } from '../product-scope.js';
-import { Str, errorResponses } from '../schemas.js';
+import { NoContent, Str, errorResponses } from '../schemas.js';
 
 export const ClientView = Type.Object({
   id: Type.String(),
@@ -76,7 +76,7 @@ function clientRoutesAt(app: FastifyInstance, place: Place, clients: ClientServi
 
   app.delete<{ Params: { clientId: string } }>(`${place.base}/:clientId`, {
     preHandler: place.guard,
-    schema: { tags: ['clients'], summary: 'Delete a client and revoke the tokens it made', params: withId, response: { ...errorResponses(400, 401, 403, 404) } },
+    schema: { tags: ['clients'], summary: 'Delete a client and revoke the tokens it made', params: withId, response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) } },
   }, async (req, reply) => {
     await clients.remove(place.owner(req), req.params.clientId, req.ip);
     return reply.code(204).send();

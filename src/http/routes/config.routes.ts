@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import { accountOf } from '../../services/audit-account.js';
 import type { Configuration } from '../../services/config/index.js';
@@ -8,6 +8,10 @@ import type { DeviceAccess } from '../../services/devices/access.js';
 import { authOf, type Guard } from '../auth.js';
 import { productOf } from '../product-scope.js';
 import { Flag, Pagination, Str, errorResponses, flagValue } from '../schemas.js';
+import {
+  ConfigSchemaDocument, DeviceConfigAnswer, DeviceWriteAnswer, DiffAnswer, ExplainAnswer, FleetValuesAnswer, FleetWriteAnswer, HistoryDocumentAnswer,
+  HistoryPageAnswer, RolloutAnswer, SchemaPreviewAnswer, SchemaWriteAnswer, ValuesPreviewAnswer,
+} from './config.schemas.js';
 
 const SCHEMA_TYPE = 'application/schema+json';
 const P = Type.Object({ productIdOrSlug: Str(100) });
@@ -16,6 +20,15 @@ const PV = Type.Object({ productIdOrSlug: Str(100), version: Type.Integer({ mini
 type VersionParams = { productIdOrSlug: string; version: number };
 const DryRun = Type.Object({ dry_run: Type.Optional(Flag), access_token: Type.Optional(Str(200)) });
 type DryRunQuery = { dry_run?: boolean | 'true' | 'false' };
+
+/** A response by content type: Fastify serializes by the reply's, the OpenAPI document lists each. */
+const byType = (json: TSchema, schema?: TSchema) => ({ content: { 'application/json': { schema: json }, ...(schema ? { [SCHEMA_TYPE]: { schema } } : {}) } });
+/**
+ * Write bodies are checked by the configuration's use cases, whose violations (JSON pointers)
+ * say more than a validator's: the schemas here document them and accept any JSON.
+ */
+const ValuesBody = Type.Unknown({ description: 'A JSON object of modules; an empty body resets' });
+const SchemaBody = Type.Unknown({ description: 'A JSON Schema of modules (docs/api.md, "Schemas")' });
 
 const wantsSchema = (req: FastifyRequest) => String(req.headers.accept ?? '').toLowerCase().includes(SCHEMA_TYPE);
 const sentSchema = (req: FastifyRequest) => String(req.headers['content-type'] ?? '').toLowerCase().startsWith(SCHEMA_TYPE);
@@ -67,7 +80,7 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
 
   app.get<{ Params: { productIdOrSlug: string } }>('/config', {
     preHandler: teamOnly,
-    schema: { tags: ['configuration'], summary: `The fleet's values {configuration}, or the schema with Accept: ${SCHEMA_TYPE}`, params: P, produces: ['application/json', SCHEMA_TYPE], response: errorResponses(400, 401, 403) },
+    schema: { tags: ['configuration'], summary: `The fleet's values {configuration}, or the schema with Accept: ${SCHEMA_TYPE}`, params: P, produces: ['application/json', SCHEMA_TYPE], response: { 200: byType(FleetValuesAnswer, ConfigSchemaDocument), ...errorResponses(400, 401, 403) } },
   }, async (req, reply) => {
     const product = productOf(req);
     if (wantsSchema(req)) return sendSchema(reply, product.id);
@@ -77,7 +90,7 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
 
   app.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/config/:deviceId', {
     preHandler: teamOnly,
-    schema: { tags: ['configuration'], summary: `A device's configuration {configuration:{current, pending}}, or the schema with Accept: ${SCHEMA_TYPE}`, params: PD, produces: ['application/json', SCHEMA_TYPE], response: errorResponses(400, 401, 403, 404) },
+    schema: { tags: ['configuration'], summary: `A device's configuration {configuration:{current, pending}}, or the schema with Accept: ${SCHEMA_TYPE}`, params: PD, produces: ['application/json', SCHEMA_TYPE], response: { 200: byType(DeviceConfigAnswer, ConfigSchemaDocument), ...errorResponses(400, 401, 403, 404) } },
   }, async (req, reply) => {
     const { product, device } = await deviceOf(req);
     if (wantsSchema(req)) return sendSchema(reply, product.id);
@@ -91,7 +104,12 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
    */
   app.put<{ Params: { productIdOrSlug: string; deviceId: string }; Querystring: DryRunQuery; Body: unknown }>('/config/:deviceId', {
     preHandler: teamOnly,
-    schema: { tags: ['configuration'], summary: "Replace a fleet device's own values (empty body: back to inheritance; ?dry_run=true checks and previews)", params: PD, querystring: DryRun, response: errorResponses(400, 401, 403, 404, 415) },
+    schema: {
+      tags: ['configuration'], summary: "Replace a fleet device's own values (empty body: back to inheritance; ?dry_run=true checks and previews)", params: PD, querystring: DryRun,
+      body: { content: { 'application/json': { schema: ValuesBody } } },
+      // 200: the connected device took it (or a dry run); 202: it takes it when it connects.
+      response: { 200: Type.Union([DeviceWriteAnswer, ValuesPreviewAnswer]), 202: DeviceWriteAnswer, ...errorResponses(400, 401, 403, 404, 415) },
+    },
   }, async (req, reply) => {
     const { product, device } = await deviceOf(req);
     if (sentSchema(req)) throw new DomainError('unsupported_media_type', 'A schema is set for the whole product: PUT /v1/products/:p/config');
@@ -101,7 +119,13 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
 
   app.put<{ Params: { productIdOrSlug: string }; Querystring: DryRunQuery; Body: unknown }>('/config', {
     preHandler: teamOnly,
-    schema: { tags: ['configuration'], summary: `Replace the fleet's values (application/json; empty body resets) or the schema (${SCHEMA_TYPE}); ?dry_run=true checks and previews`, params: P, querystring: DryRun, consumes: ['application/json', SCHEMA_TYPE], response: errorResponses(400, 401, 403, 415, 422) },
+    schema: {
+      tags: ['configuration'], summary: `Replace the fleet's values (application/json; empty body resets) or the schema (${SCHEMA_TYPE}); ?dry_run=true checks and previews`, params: P, querystring: DryRun,
+      body: { content: { 'application/json': { schema: ValuesBody }, [SCHEMA_TYPE]: { schema: SchemaBody } } },
+      // The answer of each: a schema written, a schema's dry run, values' dry run, values written
+      // (most particular first: the serializer writes the first that the answer fits).
+      response: { 200: Type.Union([SchemaWriteAnswer, SchemaPreviewAnswer, ValuesPreviewAnswer, FleetWriteAnswer]), ...errorResponses(400, 401, 403, 415, 422) },
+    },
   }, async (req) => {
     const product = productOf(req);
     const dryRun = flagValue(req.query.dry_run);
@@ -116,7 +140,7 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
 
   app.delete<{ Params: { productIdOrSlug: string }; Body: unknown }>('/config', {
     preHandler: teamOnly,
-    schema: { tags: ['configuration'], summary: `Restore the default schema (Content-Type: ${SCHEMA_TYPE}); 404 when it already is`, params: P, consumes: [SCHEMA_TYPE], response: errorResponses(400, 401, 403, 404, 415) },
+    schema: { tags: ['configuration'], summary: `Restore the default schema (Content-Type: ${SCHEMA_TYPE}); 404 when it already is`, params: P, consumes: [SCHEMA_TYPE], response: { 200: SchemaWriteAnswer, ...errorResponses(400, 401, 403, 404, 415) } },
   }, async (req) => {
     const product = productOf(req);
     if (!sentSchema(req)) throw new DomainError('unsupported_media_type', `Send Content-Type: ${SCHEMA_TYPE} to restore the default schema`);
@@ -125,12 +149,12 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
 
   app.get<{ Params: { productIdOrSlug: string } }>('/config/rollout', {
     preHandler: teamOnly,
-    schema: { tags: ['configuration'], summary: 'Rollout progress: devices (and modules) in sync, pending, or refused by the device', params: P, response: errorResponses(400, 401, 403) },
+    schema: { tags: ['configuration'], summary: 'Rollout progress: devices (and modules) in sync, pending, or refused by the device', params: P, response: { 200: RolloutAnswer, ...errorResponses(400, 401, 403) } },
   }, async (req) => config.status.rollout(productOf(req).id));
 
   app.get<{ Params: { productIdOrSlug: string; deviceId: string } }>('/config/:deviceId/explain', {
     preHandler: teamOnly,
-    schema: { tags: ['configuration'], summary: "Every setting of a device's effective configuration with its source (default, fleet, device)", params: PD, response: errorResponses(400, 401, 403, 404) },
+    schema: { tags: ['configuration'], summary: "Every setting of a device's effective configuration with its source (default, fleet, device)", params: PD, response: { 200: ExplainAnswer, ...errorResponses(400, 401, 403, 404) } },
   }, async (req) => {
     const { product, device } = await deviceOf(req);
     return config.status.explain(product.id, device.id);
@@ -141,7 +165,7 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
     schema: {
       tags: ['configuration'], summary: "The product's configuration changes, newest first (?kind=values|schema, ?device_id=ID or fleet)", params: P,
       querystring: Type.Intersect([Pagination, Type.Object({ kind: Type.Optional(Type.Union([Type.Literal('values'), Type.Literal('schema')])), device_id: Type.Optional(Str(100)), access_token: Type.Optional(Str(200)) })]),
-      response: errorResponses(400, 401, 403),
+      response: { 200: HistoryPageAnswer, ...errorResponses(400, 401, 403) },
     },
   }, async (req) => {
     const product = productOf(req);
@@ -151,20 +175,24 @@ function routes(app: FastifyInstance, deps: ConfigDeps): void {
 
   app.get<{ Params: VersionParams }>('/config/history/:version', {
     preHandler: teamOnly,
-    schema: { tags: ['configuration'], summary: 'One configuration change and the document it left in force', params: PV, response: errorResponses(400, 401, 403, 404) },
+    schema: { tags: ['configuration'], summary: 'One configuration change and the document it left in force', params: PV, response: { 200: HistoryDocumentAnswer, ...errorResponses(400, 401, 403, 404) } },
   }, async (req) => config.history.get(productOf(req), req.params.version));
 
   app.get<{ Params: VersionParams; Querystring: { against?: number } }>('/config/history/:version/diff', {
     preHandler: teamOnly,
     schema: {
       tags: ['configuration'], summary: 'What a change changed, as JSON pointers (against the previous version of its scope, or ?against=N)', params: PV,
-      querystring: Type.Object({ against: Type.Optional(Type.Integer({ minimum: 1 })), access_token: Type.Optional(Str(200)) }), response: errorResponses(400, 401, 403, 404),
+      querystring: Type.Object({ against: Type.Optional(Type.Integer({ minimum: 1 })), access_token: Type.Optional(Str(200)) }), response: { 200: DiffAnswer, ...errorResponses(400, 401, 403, 404) },
     },
   }, async (req) => config.history.diff(productOf(req), req.params.version, req.query.against));
 
   app.post<{ Params: VersionParams; Body: unknown }>('/config/history/:version/rollback', {
     preHandler: teamOnly,
-    schema: { tags: ['configuration'], summary: 'Restore the document of a version to its scope: a new change, delivered like any write', params: PV, response: errorResponses(400, 401, 403, 404, 422) },
+    schema: {
+      tags: ['configuration'], summary: 'Restore the document of a version to its scope: a new change, delivered like any write', params: PV,
+      // As the write it repeats: a schema's, a device's (202 when the device is offline), the fleet's.
+      response: { 200: Type.Union([SchemaWriteAnswer, DeviceWriteAnswer, FleetWriteAnswer]), 202: DeviceWriteAnswer, ...errorResponses(400, 401, 403, 404, 422) },
+    },
   }, async (req, reply) => {
     const done = await config.writes.rollback(productOf(req), req.params.version, authorOf(req));
     if (done.scope === 'schema') return schemaAnswer(`Schema of version ${done.version} restored`, done.answer);

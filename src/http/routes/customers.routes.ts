@@ -7,7 +7,7 @@ import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
 import { productOf } from '../product-scope.js';
 import { clientCredentialsOf, sendsAccessTokenOnly } from '../credentials.js';
-import { Flag, Pagination, Str, errorResponses } from '../schemas.js';
+import { Flag, NoContent, Pagination, Str, errorResponses } from '../schemas.js';
 
 const P = Type.Object({ productIdOrSlug: Str(100) });
 const CustomerView = Type.Object({ id: Type.String(), username: Type.String(), shadow: Type.Boolean(), created_at: Type.String(), devices: Type.Array(Type.String()) });
@@ -106,7 +106,7 @@ export function customerRoutes(scope: FastifyInstance, deps: { customers: Custom
 
   scope.delete<{ Params: { productIdOrSlug: string; email: string } }>('/customers/:email', {
     preHandler: teamOnly,
-    schema: { tags: ['customers'], summary: 'Delete a customer and revoke its tokens', params: PE, response: errorResponses(400, 401, 403, 404) },
+    schema: { tags: ['customers'], summary: 'Delete a customer and revoke its tokens', params: PE, response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) } },
   }, async (req, reply) => {
     await customers.remove(productOf(req), req.params.email, req.ip);
     return reply.code(204).send();

@@ -12,7 +12,7 @@ import type { DeviceCallService } from '../../services/device-calls.service.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
 import { productOf } from '../product-scope.js';
-import { Flag, Str, bodyOptional, errorResponses } from '../schemas.js';
+import { Flag, NoContent, Str, bodyOptional, errorResponses } from '../schemas.js';
 
 const DeviceRef = Type.Ref('Device');
 const P = Type.Object({ productIdOrSlug: Str(100) });
@@ -192,6 +192,8 @@ export function productDeviceRoutes(scope: FastifyInstance, deps: { devices: Dev
       summary: 'Add devices to the product: {id}, {ids:[...]}, or a multipart file of ids, one per line',
       params: P,
       consumes: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
+      // The JSON body, by its content type: a form's or a multipart file's is read by the handler.
+      body: { content: { 'application/json': { schema: Type.Object({ id: Type.Optional(Type.String()), ids: Type.Optional(Type.Array(Type.String())), access_token: Type.Optional(Str(200)) }) } } },
       response: { 200: ImportResultSchema, ...errorResponses(400, 401, 403, 413) },
     },
   }, async (req) => {
@@ -215,7 +217,16 @@ export function productDeviceRoutes(scope: FastifyInstance, deps: { devices: Dev
       summary: 'Bulk provisioning: N new device identities with their secrets, once (JSON, or CSV with Accept: text/csv)',
       params: P,
       body: Type.Object({ quantity: Type.Integer({ minimum: 1, maximum: 10_000 }), access_token: Type.Optional(Str(200)) }),
-      response: { ...errorResponses(400, 401, 403) },
+      response: {
+        201: {
+          description: 'The new identities; their secrets are not shown again',
+          content: {
+            'application/json': { schema: Type.Object({ ok: Type.Literal(true), devices: Type.Array(Type.Object({ id: Type.String(), device_secret: Type.String() })) }) },
+            'text/csv': { schema: Type.String({ description: 'A header line, then device_id,device_secret a line' }) },
+          },
+        },
+        ...errorResponses(400, 401, 403),
+      },
     },
   }, async (req, reply) => {
     const made = await devices.provisioning.provisionMany(productOf(req), req.body.quantity, authOf(req), req.ip);
@@ -239,7 +250,7 @@ export function productDeviceRoutes(scope: FastifyInstance, deps: { devices: Dev
 
   scope.delete<WithPD>('/devices/:deviceId', {
     preHandler: teamOnly,
-    schema: { tags: ['product devices'], summary: 'Remove a device from the product (its owner is released)', params: PD, response: errorResponses(400, 401, 403, 404) },
+    schema: { tags: ['product devices'], summary: 'Remove a device from the product (its owner is released)', params: PD, response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) } },
   }, async (req, reply) => {
     await devices.membership.removeFromProduct(productOf(req), req.params.deviceId, authOf(req), req.ip);
     return reply.code(204).send();

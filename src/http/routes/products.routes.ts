@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, userIdOf, type Guard } from '../auth.js';
 import { productOf } from '../product-scope.js';
-import { Str, errorResponses } from '../schemas.js';
+import { NoContent, Str, errorResponses } from '../schemas.js';
 
 const ProductView = Type.Object({
   id: Type.Integer(),
@@ -90,7 +90,7 @@ export function productTeamRoutes(scope: FastifyInstance, deps: { products: Prod
       summary: 'Delete a product (one with customers needs confirm=<slug>)',
       params: P,
       querystring: Type.Object({ confirm: Type.Optional(Str(100)), access_token: Type.Optional(Str(200)) }),
-      response: errorResponses(400, 401, 403, 409),
+      response: { 204: NoContent, ...errorResponses(400, 401, 403, 409) },
     },
   }, async (req, reply) => {
     await products.remove(productOf(req), req.query.confirm, authOf(req), req.ip);
@@ -122,7 +122,7 @@ export function productTeamRoutes(scope: FastifyInstance, deps: { products: Prod
       tags: ['products'],
       summary: 'Remove a member from the team (not the last one)',
       params: Type.Object({ productIdOrSlug: Str(100), username: Str(254) }),
-      response: errorResponses(400, 401, 403, 404, 409),
+      response: { 204: NoContent, ...errorResponses(400, 401, 403, 404, 409) },
     },
   }, async (req, reply) => {
     await products.removeMember(productOf(req), req.params.username, req.ip, authOf(req));

@@ -58,6 +58,8 @@ export function createWorker(deps: WorkerDeps) {
   let polling = false;
   let timer: NodeJS.Timeout | undefined;
   const idle = new Set<() => void>();
+  /** A delivery is sent only with this much of its lease left: its request (and time-out) ends before another node may take it. */
+  const margin = Math.min(5000, deps.leaseMs / 4);
 
   const record = createBatcher<AttemptOutcome>((outcomes) => deps.db.transaction((tx) => repo.recordAttempts(outcomes, tx)), { maxBatch: 500 });
 
@@ -72,9 +74,11 @@ export function createWorker(deps: WorkerDeps) {
     for (let i = 0; i < ready.length && inFlight < deps.concurrency;) {
       const item = ready[i] as { d: DeliveryRecord; until: number };
       // A lease about to end is let go: another node (or this one's next poll) takes it again.
-      if (item.until - now < 5000) { ready.splice(i, 1); continue; }
+      if (item.until - now < margin) { ready.splice(i, 1); continue; }
       const webhook = deps.index.get(item.d.webhookId);
       if (!webhook) { ready.splice(i, 1); continue; } // deleted meanwhile: its deliveries went with it
+      // Disabled meanwhile: let go; the delivery waits in the store until the webhook is enabled.
+      if (webhook.disabledReason !== null || webhook.spec.disabled) { ready.splice(i, 1); continue; }
       const host = hostOf(webhook.spec.url);
       const sleeping = deps.hosts.sleepingUntil(host, now);
       if (sleeping) {
