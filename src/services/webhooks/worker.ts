@@ -73,14 +73,20 @@ export function createWorker(deps: WorkerDeps) {
    * Attempts answered and being recorded. A send's slot is free once its answer is in; its record
    * goes in the next batched write meanwhile, so that a host's slots are not held through a store
    * commit (which bounded a host to its slots ÷ a commit's time: docs/benchmarks.md, "Webhooks").
-   * Sends wait while this many are unrecorded: a slow store still slows sending down.
+   * Sends wait while this many are unrecorded: a slow store still slows sending down. Skips (a
+   * sleeping host's deliveries) are recorded too but not counted: they are bounded by what this
+   * node holds, and counting them made a sleeping host's backlog hold back every other host's sends.
    */
   const recording = new Set<Promise<void>>();
+  let sendsRecording = 0;
   const maxRecording = deps.concurrency * 4;
-  const background = (work: Promise<void>) => {
+  const background = (work: Promise<void>, counted: boolean) => {
+    if (counted) sendsRecording += 1;
     const p = work.catch((err: unknown) => deps.log().warn({ err }, 'a webhook attempt could not be recorded')).finally(() => {
       recording.delete(p);
-      if (recording.size === maxRecording - 1) pump();
+      if (!counted) return;
+      sendsRecording -= 1;
+      if (sendsRecording === maxRecording - 1) pump();
     });
     recording.add(p);
   };
@@ -119,10 +125,10 @@ export function createWorker(deps: WorkerDeps) {
     if (stopped) return;
     const now = clock.nowMs();
     for (const [host, queue] of [...ready]) {
-      if (inFlight >= deps.concurrency || recording.size >= maxRecording) break;
+      if (inFlight >= deps.concurrency || sendsRecording >= maxRecording) break;
       const sleeping = deps.hosts.sleepingUntil(host, now);
       let taken = 0;
-      while (queue.head < queue.items.length && (sleeping || (inFlight < deps.concurrency && recording.size < maxRecording && deps.hosts.hasRoom(host)))) {
+      while (queue.head < queue.items.length && (sleeping || (inFlight < deps.concurrency && sendsRecording < maxRecording && deps.hosts.hasRoom(host)))) {
         const item = queue.items[queue.head] as Held;
         queue.items[queue.head++] = undefined as unknown as Held;
         taken += 1;
@@ -136,7 +142,7 @@ export function createWorker(deps: WorkerDeps) {
         // Its URL changed meanwhile to another host: it waits there.
         if (hostFor(webhook) !== host) { hold(item); continue; }
         if (sleeping) {
-          background(skip(item.d, webhook, sleeping));
+          background(skip(item.d, webhook, sleeping), false);
           continue;
         }
         inFlight += 1;
@@ -185,7 +191,7 @@ export function createWorker(deps: WorkerDeps) {
       if (!context) return;
       const at = clock.now().toISOString();
       for (const e of responseEvents(webhook, context, { sent: result.status !== null, ok, status: result.status, body: result.body, error: result.error }, at)) deps.publish(e);
-    }));
+    }), true);
   }
 
   /** Not sent: the host sleeps. Recorded, due again when it wakes, and said as Particle says it (`hook-error`). */
