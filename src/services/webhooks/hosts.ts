@@ -16,17 +16,24 @@ export interface HostOptions {
 
 export const HOST_DEFAULTS: HostOptions = { concurrency: 32, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 };
 
-interface Host { inFlight: number; outcomes: Array<{ at: number; ok: boolean }>; sleepingUntil: number }
+/**
+ * Outcomes are counted in buckets of a thirtieth of the window (a second of the default 30):
+ * one entry per outcome made every delivery to a busy host shift an array of the window's
+ * thousands of outcomes (docs/benchmarks.md, "Webhooks").
+ */
+interface Bucket { at: number; ok: number; errors: number }
+interface Host { inFlight: number; buckets: Bucket[]; ok: number; errors: number; sleepingUntil: number }
 
 export function createHosts(options: HostOptions = HOST_DEFAULTS) {
   const hosts = new Map<string, Host>();
+  const bucketMs = Math.max(1, Math.floor(options.windowMs / 30));
   const host = (name: string): Host => {
     let h = hosts.get(name);
-    if (!h) hosts.set(name, (h = { inFlight: 0, outcomes: [], sleepingUntil: 0 }));
+    if (!h) hosts.set(name, (h = { inFlight: 0, buckets: [], ok: 0, errors: 0, sleepingUntil: 0 }));
     return h;
   };
   const forget = (name: string, h: Host) => {
-    if (h.inFlight === 0 && h.outcomes.length === 0 && h.sleepingUntil === 0) hosts.delete(name);
+    if (h.inFlight === 0 && h.buckets.length === 0 && h.sleepingUntil === 0) hosts.delete(name);
   };
   return {
     /** Until when the host sleeps (ms), or 0 when deliveries may go to it now. */
@@ -40,16 +47,28 @@ export function createHosts(options: HostOptions = HOST_DEFAULTS) {
     finish(name: string, ok: boolean, now: number): boolean {
       const h = host(name);
       h.inFlight -= 1;
-      h.outcomes.push({ at: now, ok });
-      while (h.outcomes.length > 0 && (h.outcomes[0] as { at: number }).at < now - options.windowMs) h.outcomes.shift();
+      // A bucket goes once all of it is older than the window.
+      while (h.buckets.length > 0 && (h.buckets[0] as Bucket).at + bucketMs <= now - options.windowMs) {
+        const gone = h.buckets.shift() as Bucket;
+        h.ok -= gone.ok;
+        h.errors -= gone.errors;
+      }
+      const at = now - (now % bucketMs);
+      let last = h.buckets.at(-1);
+      if (!last || last.at !== at) h.buckets.push((last = { at, ok: 0, errors: 0 }));
       if (ok) {
+        last.ok += 1;
+        h.ok += 1;
         forget(name, h);
         return false;
       }
-      const errors = h.outcomes.filter((o) => !o.ok).length;
-      if (errors >= options.minErrors && errors > h.outcomes.length - errors && h.sleepingUntil <= now) {
+      last.errors += 1;
+      h.errors += 1;
+      if (h.errors >= options.minErrors && h.errors > h.ok && h.sleepingUntil <= now) {
         h.sleepingUntil = now + options.sleepMs;
-        h.outcomes = [];
+        h.buckets = [];
+        h.ok = 0;
+        h.errors = 0;
         return true;
       }
       return false;

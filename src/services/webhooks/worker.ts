@@ -14,6 +14,11 @@ import type { AttemptResult, Sender } from './sender.js';
 import { signatureHeader } from './signing.js';
 import type { EventContext } from './templates.js';
 
+/** A delivery this node holds, with the end of its lease (ms). */
+interface Held { d: DeliveryRecord; until: number }
+/** A queue whose taken items are before `head`. */
+interface Fifo { items: Held[]; head: number }
+
 /** What the log keeps of an answer. */
 export const ANSWER_EXCERPT_BYTES = 1024;
 
@@ -51,50 +56,112 @@ const excerpt = (text: string) => (Buffer.byteLength(text) <= ANSWER_EXCERPT_BYT
  */
 export function createWorker(deps: WorkerDeps) {
   const { repo, clock } = deps;
-  /** Held, not yet sent, with the end of their lease. */
-  const ready: Array<{ d: DeliveryRecord; until: number }> = [];
+  /**
+   * Held, not yet sent, by destination host, each with the end of its lease, in arrival order.
+   * By host so that a send looks only at hosts with room: one list scanned whole at every send
+   * (URLs parsed again each time) made a backlog for one full host cost time quadratic in its
+   * length (docs/benchmarks.md, "Webhooks").
+   */
+  const ready = new Map<string, Fifo>();
+  let held = 0;
   let inFlight = 0;
   let stopped = false;
   let polling = false;
   let timer: NodeJS.Timeout | undefined;
   const idle = new Set<() => void>();
+  /**
+   * Attempts answered and being recorded. A send's slot is free once its answer is in; its record
+   * goes in the next batched write meanwhile, so that a host's slots are not held through a store
+   * commit (which bounded a host to its slots ÷ a commit's time: docs/benchmarks.md, "Webhooks").
+   * Sends wait while this many are unrecorded: a slow store still slows sending down. Skips (a
+   * sleeping host's deliveries) are recorded too but not counted: they are bounded by what this
+   * node holds, and counting them made a sleeping host's backlog hold back every other host's sends.
+   */
+  const recording = new Set<Promise<void>>();
+  let sendsRecording = 0;
+  const maxRecording = deps.concurrency * 4;
+  const background = (work: Promise<void>, counted: boolean) => {
+    if (counted) sendsRecording += 1;
+    const p = work.catch((err: unknown) => deps.log().warn({ err }, 'a webhook attempt could not be recorded')).finally(() => {
+      recording.delete(p);
+      if (!counted) return;
+      sendsRecording -= 1;
+      if (sendsRecording === maxRecording - 1) pump();
+    });
+    recording.add(p);
+  };
   /** A delivery is sent only with this much of its lease left: its request (and time-out) ends before another node may take it. */
   const margin = Math.min(5000, deps.leaseMs / 4);
+  /** Each webhook's host, parsed once per version of the webhook (the index replaces a record when it changes). */
+  const hostOfWebhook = new WeakMap<WebhookRecord, string>();
+  const hostFor = (w: WebhookRecord): string => {
+    let host = hostOfWebhook.get(w);
+    if (host === undefined) hostOfWebhook.set(w, (host = hostOf(w.spec.url)));
+    return host;
+  };
 
   const record = createBatcher<AttemptOutcome>((outcomes) => deps.db.transaction((tx) => repo.recordAttempts(outcomes, tx)), { maxBatch: 500 });
 
+  function hold(item: Held): void {
+    const webhook = deps.index.get(item.d.webhookId);
+    if (!webhook) return; // deleted meanwhile: its deliveries went with it
+    const host = hostFor(webhook);
+    let queue = ready.get(host);
+    if (!queue) ready.set(host, (queue = { items: [], head: 0 }));
+    queue.items.push(item);
+    held += 1;
+  }
+
   function take(deliveries: DeliveryRecord[], until: number): void {
-    for (const d of deliveries) ready.push({ d, until });
+    for (const d of deliveries) hold({ d, until });
     pump();
   }
 
+  /**
+   * Sends what the hosts have room for, host by host; a host served goes to the back, so that
+   * when the node's own bound is what limits, hosts take turns.
+   */
   function pump(): void {
     if (stopped) return;
     const now = clock.nowMs();
-    for (let i = 0; i < ready.length && inFlight < deps.concurrency;) {
-      const item = ready[i] as { d: DeliveryRecord; until: number };
-      // A lease about to end is let go: another node (or this one's next poll) takes it again.
-      if (item.until - now < margin) { ready.splice(i, 1); continue; }
-      const webhook = deps.index.get(item.d.webhookId);
-      if (!webhook) { ready.splice(i, 1); continue; } // deleted meanwhile: its deliveries went with it
-      // Disabled meanwhile: let go; the delivery waits in the store until the webhook is enabled.
-      if (webhook.disabledReason !== null || webhook.spec.disabled) { ready.splice(i, 1); continue; }
-      const host = hostOf(webhook.spec.url);
+    for (const [host, queue] of [...ready]) {
+      if (inFlight >= deps.concurrency || sendsRecording >= maxRecording) break;
       const sleeping = deps.hosts.sleepingUntil(host, now);
-      if (sleeping) {
-        ready.splice(i, 1);
-        void skip(item.d, webhook, sleeping);
-        continue;
+      let taken = 0;
+      while (queue.head < queue.items.length && (sleeping || (inFlight < deps.concurrency && sendsRecording < maxRecording && deps.hosts.hasRoom(host)))) {
+        const item = queue.items[queue.head] as Held;
+        queue.items[queue.head++] = undefined as unknown as Held;
+        taken += 1;
+        held -= 1;
+        // A lease about to end is let go: another node (or this one's next poll) takes it again.
+        if (item.until - now < margin) continue;
+        const webhook = deps.index.get(item.d.webhookId);
+        if (!webhook) continue; // deleted meanwhile: its deliveries went with it
+        // Disabled meanwhile: let go; the delivery waits in the store until the webhook is enabled.
+        if (webhook.disabledReason !== null || webhook.spec.disabled) continue;
+        // Its URL changed meanwhile to another host: it waits there.
+        if (hostFor(webhook) !== host) { hold(item); continue; }
+        if (sleeping) {
+          background(skip(item.d, webhook, sleeping), false);
+          continue;
+        }
+        inFlight += 1;
+        deps.hosts.start(host);
+        void deliver(item.d, webhook, host).finally(() => {
+          inFlight -= 1;
+          if (inFlight === 0 && held === 0) for (const w of idle) w();
+          pump();
+        });
       }
-      if (!deps.hosts.hasRoom(host)) { i++; continue; }
-      ready.splice(i, 1);
-      inFlight += 1;
-      deps.hosts.start(host);
-      void deliver(item.d, webhook, host).finally(() => {
-        inFlight -= 1;
-        if (inFlight === 0 && ready.length === 0) for (const w of idle) w();
-        pump();
-      });
+      if (taken === 0) continue;
+      ready.delete(host);
+      if (queue.head === queue.items.length) continue;
+      // The taken part of a long queue is dropped now and then, not at every send.
+      if (queue.head > 1024 && queue.head * 2 > queue.items.length) {
+        queue.items = queue.items.slice(queue.head);
+        queue.head = 0;
+      }
+      ready.set(host, queue);
     }
   }
 
@@ -120,11 +187,11 @@ export function createWorker(deps: WorkerDeps) {
     const ok = result.status !== null && result.status >= 200 && result.status < 300;
     const sleeping = deps.hosts.finish(host, ok || result.refused, clock.nowMs());
     if (sleeping) deps.log().warn({ webhook: webhook.id, host }, 'webhook host answers mostly errors; deliveries to it wait a few seconds');
-    await settle(d, webhook, result, ok ? 'delivered' : 'failed', 0);
-    if (context) {
+    background(settle(d, webhook, result, ok ? 'delivered' : 'failed', 0).then(() => {
+      if (!context) return;
       const at = clock.now().toISOString();
       for (const e of responseEvents(webhook, context, { sent: result.status !== null, ok, status: result.status, body: result.body, error: result.error }, at)) deps.publish(e);
-    }
+    }), true);
   }
 
   /** Not sent: the host sleeps. Recorded, due again when it wakes, and said as Particle says it (`hook-error`). */
@@ -174,7 +241,7 @@ export function createWorker(deps: WorkerDeps) {
 
   async function poll(): Promise<void> {
     if (stopped || polling) return;
-    const room = deps.concurrency * 2 - inFlight - ready.length;
+    const room = deps.concurrency * 2 - inFlight - held;
     if (room <= 0) return;
     polling = true;
     try {
@@ -205,16 +272,25 @@ export function createWorker(deps: WorkerDeps) {
     async stop(ms = 5000): Promise<void> {
       stopped = true;
       if (timer) clearTimeout(timer);
+      const started = clock.nowMs();
       if (inFlight > 0) {
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, ms);
           idle.add(() => { clearTimeout(t); resolve(); });
         });
       }
-      const left = ready.splice(0).map((r) => r.d.id);
+      // The attempts answered are recorded before the store may close.
+      if (recording.size > 0) {
+        let t: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.allSettled([...recording]), new Promise<void>((resolve) => { t = setTimeout(resolve, Math.max(0, ms - (clock.nowMs() - started))); })]);
+        clearTimeout(t);
+      }
+      const left = [...ready.values()].flatMap((q) => q.items.slice(q.head)).map((r) => r.d.id);
+      ready.clear();
+      held = 0;
       await repo.release(deps.node, left).catch(() => undefined);
     },
-    stats: () => ({ inFlight, ready: ready.length }),
+    stats: () => ({ inFlight, ready: held }),
   };
 }
 

@@ -1,0 +1,146 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { systemClock } from '../../src/platform/clock.js';
+import type { AttemptOutcome, DeliveryRecord, WebhookRecord, WebhooksRepository } from '../../src/repositories/webhooks.repository.js';
+import type { Db } from '../../src/storage/db.js';
+import { createHosts } from '../../src/services/webhooks/hosts.js';
+import { createWebhookIndex } from '../../src/services/webhooks/matching.js';
+import type { OutgoingRequest } from '../../src/services/webhooks/request.js';
+import type { AttemptResult, Sender } from '../../src/services/webhooks/sender.js';
+import { parseWebhook } from '../../src/services/webhooks/spec.js';
+import { createWorker } from '../../src/services/webhooks/worker.js';
+
+/**
+ * The worker with the store, the network and the clock replaced: what it sends when, and what it
+ * records. The full path (a device's event to a receiver) is tested in test/webhooks-*.test.ts.
+ */
+const quiet = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
+
+function webhook(id: string, url: string): WebhookRecord {
+  const at = new Date();
+  return {
+    id, scope: { kind: 'product', productId: 1 }, spec: parseWebhook({ event: 'e', url }, 'product'), secret: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
+    previousSecret: null, previousSecretUntil: null, disabledReason: null, failingSince: null, createdAt: at, updatedAt: at,
+  };
+}
+
+let n = 0;
+function delivery(webhookId: string): DeliveryRecord {
+  const at = new Date();
+  return {
+    id: `d${++n}`, webhookId, status: 'sending', attempts: 0, skipped: 0, nextAt: at, createdAt: at, finishedAt: null, resendOf: null,
+    event: { name: 'e', data: String(n), coreid: 'dev', published_at: at.toISOString(), productId: 1, owner: null },
+  };
+}
+
+/** A receiver per host that answers when told to; a store whose writes of attempts wait until let go. */
+function harness(options: { concurrency: number; hostConcurrency: number }, hooks: WebhookRecord[]) {
+  const index = createWebhookIndex();
+  index.replace(hooks);
+  const sent: OutgoingRequest[] = [];
+  const answers: Array<() => void> = [];
+  const sender: Sender = {
+    send: (r) => new Promise<AttemptResult>((resolve) => {
+      sent.push(r);
+      answers.push(() => resolve({ status: 200, latencyMs: 1, body: '', retryAfter: undefined, error: null, refused: false }));
+    }),
+    close: async () => undefined,
+  };
+  const recorded: AttemptOutcome[] = [];
+  let storeOpen: () => void = () => undefined;
+  let storeGate = Promise.resolve();
+  const repo = {
+    async recordAttempts(outcomes: AttemptOutcome[]) {
+      await storeGate;
+      recorded.push(...outcomes);
+    },
+    claimDue: async () => [],
+    release: async () => undefined,
+  } as unknown as WebhooksRepository;
+  const db = { transaction: <T>(work: (tx: unknown) => Promise<T>) => work({}) } as unknown as Db;
+  const worker = createWorker({
+    db, repo, index, sender, hosts: createHosts({ concurrency: options.hostConcurrency, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 }), clock: systemClock,
+    log: () => quiet, node: 'n1', leaseMs: 60_000, concurrency: options.concurrency, pollMs: 60_000,
+    context: async (d) => ({ id: d.id, name: d.event.name, data: d.event.data, coreid: d.event.coreid, published_at: d.event.published_at, productId: 1, ownerName: null, firmwareVersion: null }),
+    publish: () => undefined,
+    attempted: () => undefined,
+  });
+  return {
+    worker, sent, recorded,
+    /** Answers every request sent so far. */
+    answerAll: () => { for (const a of answers.splice(0)) a(); },
+    closeStore: () => { storeGate = new Promise((resolve) => { storeOpen = resolve; }); },
+    openStore: () => storeOpen(),
+  };
+}
+
+const turns = async (k = 5) => { for (let i = 0; i < k; i++) await new Promise((r) => setImmediate(r)); };
+const hostOfRequest = (r: OutgoingRequest) => new URL(r.url).hostname;
+
+test('a full host\'s backlog does not hold back another host: its delivery is sent at once, and the backlog in order', async () => {
+  const slow = webhook('w-slow', 'https://slow.example/hook');
+  const fast = webhook('w-fast', 'https://fast.example/hook');
+  const h = harness({ concurrency: 16, hostConcurrency: 2 }, [slow, fast]);
+  const backlog = Array.from({ length: 5000 }, () => delivery(slow.id));
+  h.worker.take(backlog, Date.now() + 60_000);
+  await turns();
+  assert.deepEqual(h.sent.map(hostOfRequest), ['slow.example', 'slow.example'], 'two at once to the slow host, its bound');
+  h.worker.take([delivery(fast.id)], Date.now() + 60_000);
+  await turns();
+  assert.equal(h.sent.length, 3);
+  assert.equal(hostOfRequest(h.sent[2] as OutgoingRequest), 'fast.example');
+  assert.deepEqual(h.worker.stats(), { inFlight: 3, ready: 4998 });
+  // The slow host's deliveries go in the order they were taken.
+  for (let i = 0; i < 3; i++) {
+    h.answerAll();
+    await turns();
+  }
+  const ids = h.sent.filter((r) => hostOfRequest(r) === 'slow.example').map((r) => r.headers['webhook-id']);
+  assert.deepEqual(ids, backlog.slice(0, ids.length).map((d) => d.id));
+  assert.equal(ids.length, 8);
+});
+
+test('a host\'s slot is free once its answer is in: the next delivery is sent while the store still records the first', async () => {
+  const w = webhook('w1', 'https://one.example/hook');
+  const h = harness({ concurrency: 4, hostConcurrency: 1 }, [w]);
+  h.closeStore();
+  h.worker.take([delivery(w.id), delivery(w.id), delivery(w.id)], Date.now() + 60_000);
+  await turns();
+  assert.equal(h.sent.length, 1, 'one at a time to the host');
+  h.answerAll();
+  await turns();
+  assert.equal(h.sent.length, 2, 'the second is sent before the first attempt is recorded');
+  assert.equal(h.recorded.length, 0);
+  h.answerAll();
+  await turns();
+  assert.equal(h.sent.length, 3);
+  h.answerAll();
+  // Stopping waits for the records of the attempts answered.
+  const stopped = h.worker.stop(5000);
+  await turns();
+  assert.equal(h.recorded.length, 0);
+  h.openStore();
+  await stopped;
+  assert.deepEqual(h.recorded.map((o) => o.attempt.outcome), ['delivered', 'delivered', 'delivered']);
+});
+
+test('a store that records slowly slows sending down: at most four times the node\'s bound wait unrecorded', async () => {
+  const w = webhook('w1', 'https://one.example/hook');
+  const h = harness({ concurrency: 2, hostConcurrency: 2 }, [w]);
+  h.closeStore();
+  h.worker.take(Array.from({ length: 20 }, () => delivery(w.id)), Date.now() + 60_000);
+  for (let i = 0; i < 10; i++) {
+    await turns();
+    h.answerAll();
+  }
+  await turns();
+  assert.equal(h.sent.length, 8, 'sends stop with 8 attempts unrecorded');
+  h.openStore();
+  for (let i = 0; i < 15; i++) {
+    await turns();
+    h.answerAll();
+  }
+  await h.worker.stop(5000);
+  assert.equal(h.sent.length, 20);
+  assert.equal(h.recorded.length, 20);
+});
