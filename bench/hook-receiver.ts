@@ -10,7 +10,8 @@
 //   secret {name, path, secret}          the signing secret of the webhook that posts to path
 //   mode {name, mode: ok|503|refuse}     503: answers 503 to everything; refuse: stops listening
 //                                        and drops its connections; ok: answers (listens) again
-//   stats {name, path, from?, to?}       counts and latency percentiles of the receipts in [from, to)
+//   stats {name, path, from?, to?, timeline?}  counts and latency percentiles of the receipts in
+//                                        [from, to); with timeline, per second the receipts and the worst latency
 //   missing {name, path, ranges}         how many ids of [start, end) ranges were never received,
 //                                        and how many were received more than once
 //   sample {name, path}                  the headers and body of the latest request
@@ -102,14 +103,22 @@ function percentile(sorted: readonly number[], p: number): number | null {
 }
 const r2 = (n: number | null) => (n === null ? null : Math.round(n * 100) / 100);
 
-function stats(s: Stream, from = -Infinity, to = Infinity) {
+function stats(s: Stream, from = -Infinity, to = Infinity, timeline = false) {
   const lat: number[] = [];
+  /** Per second from `from`: receipts, and the worst latency (where the tail sits in time). */
+  const seconds: Array<[number, number]> = [];
   let first: number | null = null;
   let last: number | null = null;
   for (let k = 0; k < s.at.length; k++) {
     const at = s.at[k] as number;
     if (at < from || at >= to) continue;
     lat.push(s.latency[k] as number);
+    if (timeline && Number.isFinite(from)) {
+      const slot = Math.floor((at - from) / 1000);
+      const cell = (seconds[slot] ??= [0, 0]);
+      cell[0] += 1;
+      cell[1] = Math.max(cell[1], Math.round(s.latency[k] as number));
+    }
     first ??= at;
     last = at;
   }
@@ -117,6 +126,7 @@ function stats(s: Stream, from = -Infinity, to = Infinity) {
   return {
     count: lat.length, first, last, p50: r2(percentile(lat, 0.5)), p90: r2(percentile(lat, 0.9)), p99: r2(percentile(lat, 0.99)), max: r2(percentile(lat, 1)),
     requests: s.requests, verified: s.verified, badSignatures: s.badSignatures, badBodies: s.badBodies,
+    ...(timeline ? { timeline: Array.from(seconds, (c) => c ?? [0, 0]) } : {}),
   };
 }
 
@@ -140,7 +150,7 @@ type Command =
   | { cmd: 'listen'; name: string; host: string }
   | { cmd: 'secret'; name: string; path: string; secret: string }
   | { cmd: 'mode'; name: string; mode: Receiver['mode'] }
-  | { cmd: 'stats'; name: string; path: string; from?: number; to?: number }
+  | { cmd: 'stats'; name: string; path: string; from?: number; to?: number; timeline?: boolean }
   | { cmd: 'missing'; name: string; path: string; ranges: Array<[number, number]> }
   | { cmd: 'sample'; name: string; path: string };
 
@@ -171,7 +181,7 @@ async function run(c: Command): Promise<unknown> {
       }
       return {};
     }
-    case 'stats': return stats(stream(r, c.path), c.from, c.to);
+    case 'stats': return stats(stream(r, c.path), c.from, c.to, c.timeline);
     case 'missing': return missing(stream(r, c.path), c.ranges);
     case 'sample': return stream(r, c.path).sample ?? null;
   }

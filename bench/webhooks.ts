@@ -35,7 +35,7 @@ import {
 } from './harness.js';
 import { attachProbe, type PhaseProbe, type Probe } from './probe.js';
 
-const USAGE = 'usage: npm run bench:webhooks -- [--quick] [--store embedded|postgres|both] [--phases throughput,latency,outage] [--duration S] [--latency-duration S] [--healthy S] [--outage S] [--outage-mode 503|refuse] [--rate 1000] [--devices 8] [--window 32] [--concurrency 32] [--data-bytes 128] [--probe] [--pg-admin-url URL]';
+const USAGE = 'usage: npm run bench:webhooks -- [--quick] [--store embedded|postgres|both] [--phases throughput,latency,outage] [--duration S] [--latency-duration S] [--healthy S] [--paced-warmup S] [--outage S] [--outage-mode 503|refuse] [--rate 1000] [--devices 8] [--window 32] [--concurrency 32] [--data-bytes 128] [--probe] [--pg-admin-url URL]';
 const args = process.argv.slice(2);
 if (args.includes('--help')) {
   console.log(USAGE);
@@ -51,6 +51,8 @@ const DURATION = Number(option(args, 'duration') ?? (quick ? 4 : 15));
 const LATENCY_DURATION = Number(option(args, 'latency-duration') ?? (quick ? 5 : 20));
 const OUTAGE = Number(option(args, 'outage') ?? (quick ? 10 : 60));
 const HEALTHY = Number(option(args, 'healthy') ?? Math.min(OUTAGE, 30));
+/** Paced phases start measuring after this: the first seconds after an idle spell are slower (connections opened again, code not yet optimised). */
+const PACED_WARMUP = Number(option(args, 'paced-warmup') ?? (quick ? 1 : 5));
 const OUTAGE_MODE = option(args, 'outage-mode') ?? '503';
 if (!['503', 'refuse'].includes(OUTAGE_MODE)) throw new Error(`--outage-mode must be 503 or refuse\n${USAGE}`);
 const RATE = Number(option(args, 'rate') ?? 1000);
@@ -61,7 +63,7 @@ const CONCURRENCY = Number(option(args, 'concurrency') ?? 32);
 const DATA_BYTES = Number(option(args, 'data-bytes') ?? 128);
 const PROBE = args.includes('--probe');
 const ADMIN = option(args, 'pg-admin-url') ?? DEFAULT_ADMIN_URL;
-for (const [n, v] of Object.entries({ duration: DURATION, 'latency-duration': LATENCY_DURATION, outage: OUTAGE, healthy: HEALTHY, rate: RATE, devices: DEVICES, window: WINDOW, concurrency: CONCURRENCY, 'data-bytes': DATA_BYTES })) {
+for (const [n, v] of Object.entries({ duration: DURATION, 'latency-duration': LATENCY_DURATION, outage: OUTAGE, healthy: HEALTHY, 'paced-warmup': PACED_WARMUP, rate: RATE, devices: DEVICES, window: WINDOW, concurrency: CONCURRENCY, 'data-bytes': DATA_BYTES })) {
   if (!Number.isFinite(v) || v <= 0) throw new Error(`--${n} must be a positive number\n${USAGE}`);
 }
 if (DATA_BYTES > 600) throw new Error('--data-bytes: at most 600 (a device event\'s data limit is 622 bytes)');
@@ -126,7 +128,7 @@ function check(): void {
 
 type Ranges = Array<[number, number]>;
 interface Mark { at: number; ranges: Ranges; published: number; puback: { count: number; p50: number | null; p99: number | null; max: number | null }; behindMs: number }
-interface Stats { count: number; first: number | null; last: number | null; p50: number | null; p90: number | null; p99: number | null; max: number | null; requests: number; verified: number; badSignatures: number; badBodies: number }
+interface Stats { timeline?: Array<[number, number]>; count: number; first: number | null; last: number | null; p50: number | null; p90: number | null; p99: number | null; max: number | null; requests: number; verified: number; badSignatures: number; badBodies: number }
 interface Missing { expected: number; missing: number; duplicates: number; firstMissing: number | null }
 
 /** The ids acknowledged between two marks, per device. */
@@ -250,7 +252,7 @@ const loads = () => loadavg().map((l) => round2(l));
 // ---------------------------------------------------------------------------------------------
 // One store.
 
-interface ThroughputRow { store: Store; bare: { rate: number; requests: number }; skyport: { rate: number; delivered: number; publishedRate: number; puback: Mark['puback']; settleSeconds: number | null; missing: number; duplicates: number }; ratio: number; cpu: { server: number | null; postgres: number | null; serverUsPerDelivery: number | null }; load: number[]; probe?: PhaseProbe }
+interface ThroughputRow { store: Store; bare: { rate: number; requests: number }; skyport: { rate: number; delivered: number; publishedRate: number; drainRate: number | null; overallRate: number | null; puback: Mark['puback']; settleSeconds: number | null; missing: number; duplicates: number }; ratio: number; cpu: { server: number | null; postgres: number | null; serverUsPerDelivery: number | null }; load: number[]; probe?: PhaseProbe }
 interface LatencyRow { store: Store; bare: Stats; skyport: Stats; publishedRate: number; puback: Mark['puback']; behindMs: number; p50Ratio: number | null; p99Ratio: number | null; missing: number; duplicates: number; cpu: { server: number | null; postgres: number | null }; load: number[]; probe?: PhaseProbe }
 interface OutageRow {
   store: Store; mode: string; outageSeconds: number;
@@ -259,10 +261,13 @@ interface OutageRow {
   recovery: { b: Stats };
   bP99Ratio: number | null;
   backlogAtRecovery: number;
+  /** A's failing_since in the API once its backlog is delivered (null: cleared by its successes). */
+  aFailingSinceAfter: string | null;
   drainSeconds: number | null;
   firstReceiptAfterRecoverySeconds: number | null;
   a: Missing; b: Missing;
   published: number;
+  puback: { healthy: Mark['puback']; outage: Mark['puback']; drain: Mark['puback'] };
   /** Events published per second in each phase (the pacer falls behind when PUBACKs do not come). */
   publishedRate: { healthy: number; outage: number; drain: number };
   behindMs: number;
@@ -345,11 +350,16 @@ async function runStore(store: Store, receivers: Child, ports: { a: number; b: n
     const settled = await arrived(receivers, 'a', hookPath, between(start, end), SETTLE_MS, 500);
     const seconds = (t1.at - t0.at) / 1000;
     const rate = Math.round(ss.count / seconds);
+    // Delivery alone (publishing stopped), and every event from the first publish to the last receipt.
+    const drained = settled.at === null ? null : await receivers.call<Stats>({ cmd: 'stats', name: 'a', path: hookPath, from: end.at, to: settled.at + 1000 });
+    const drainRate = drained && drained.last !== null && drained.count > 1000 ? Math.round(drained.count / ((drained.last - end.at) / 1000)) : null;
+    const overall = settled.at === null ? null : await receivers.call<Stats>({ cmd: 'stats', name: 'a', path: hookPath, from: start.at, to: settled.at + 1000 });
+    const overallRate = overall && overall.last !== null ? Math.round(count(between(start, end)) / ((overall.last - start.at) / 1000)) : null;
     const row: ThroughputRow = {
       store,
       bare: { rate: bareRate, requests: bs.count },
       skyport: {
-        rate, delivered: ss.count, publishedRate: Math.round((t1.published - t0.published) / seconds), puback: t1.puback,
+        rate, delivered: ss.count, publishedRate: Math.round((t1.published - t0.published) / seconds), drainRate, overallRate, puback: t1.puback,
         settleSeconds: settled.at === null ? null : round2((settled.at - end.at) / 1000), missing: settled.last.missing, duplicates: settled.last.duplicates,
       },
       ratio: round2(rate / bareRate),
@@ -358,11 +368,11 @@ async function runStore(store: Store, receivers: Child, ports: { a: number; b: n
       ...(probed ? { probe: probed } : {}),
     };
     out.throughput = row;
-    console.log(`  throughput, Skyport: ${rate} deliveries/s (${row.ratio} of the bare loop); devices published ${row.skyport.publishedRate}/s (PUBACK p50 ${t1.puback.p50} ms, p99 ${t1.puback.p99} ms); all ${settled.last.expected} delivered ${row.skyport.settleSeconds ?? 'NOT'} s after publishing stopped (${settled.last.missing} missing, ${settled.last.duplicates} twice); server ${used.server} s CPU${used.postgres !== null ? `, PostgreSQL ${used.postgres} s` : ''} in ${round2(seconds)} s`);
+    console.log(`  throughput, Skyport: ${rate} deliveries/s (${row.ratio} of the bare loop); devices published ${row.skyport.publishedRate}/s (PUBACK p50 ${t1.puback.p50} ms, p99 ${t1.puback.p99} ms); all ${settled.last.expected} delivered ${row.skyport.settleSeconds ?? 'NOT'} s after publishing stopped (${settled.last.missing} missing, ${settled.last.duplicates} twice); ${drainRate ?? '-'} deliveries/s once publishing stopped (${drainRate ? round2(drainRate / bareRate) : '-'} of the bare loop), ${overallRate ?? '-'}/s from the first publish to the last receipt (${overallRate ? round2(overallRate / bareRate) : '-'}); server ${used.server} s CPU${used.postgres !== null ? `, PostgreSQL ${used.postgres} s` : ''} in ${round2(seconds)} s`);
   }
 
   if (PHASES.includes('latency')) {
-    const b0 = now() + WARMUP_MS;
+    const b0 = now() + PACED_WARMUP * 1000;
     const b1 = b0 + LATENCY_DURATION * 1000;
     await barePaced(bare, b1);
     await sleep(200);
@@ -370,7 +380,7 @@ async function runStore(store: Store, receivers: Child, ports: { a: number; b: n
 
     const start = await devices.call<Mark>({ cmd: 'mark' });
     await devices.call({ cmd: 'pace', rate: RATE, window: PACE_WINDOW });
-    await sleep(WARMUP_MS);
+    await sleep(PACED_WARMUP * 1000);
     const t0 = await devices.call<Mark>({ cmd: 'mark' });
     const cpu = await cpuMeter(sky);
     await probe?.start();
@@ -381,7 +391,7 @@ async function runStore(store: Store, receivers: Child, ports: { a: number; b: n
     const end = await devices.call<Mark>({ cmd: 'stop' }, 150_000);
     const settled = await arrived(receivers, 'a', hookPath, between(start, end), SETTLE_MS, 500);
     // Receipts of the events published in the measured seconds: those received from t0 on, less the late ones' tail is kept in.
-    const ss = await receivers.call<Stats>({ cmd: 'stats', name: 'a', path: hookPath, from: t0.at, to: t1.at });
+    const ss = await receivers.call<Stats>({ cmd: 'stats', name: 'a', path: hookPath, from: t0.at, to: t1.at, timeline: true });
     const row: LatencyRow = {
       store, bare: bs, skyport: ss, publishedRate: Math.round((t1.published - t0.published) / ((t1.at - t0.at) / 1000)), puback: t1.puback, behindMs: t1.behindMs,
       p50Ratio: ss.p50 !== null && bs.p50 ? round2(ss.p50 / bs.p50) : null,
@@ -390,7 +400,7 @@ async function runStore(store: Store, receivers: Child, ports: { a: number; b: n
       ...(probed ? { probe: probed } : {}),
     };
     out.latency = row;
-    console.log(`  latency at ${RATE}/s: bare loop p50 ${bs.p50} ms, p99 ${bs.p99} ms (${bs.count}); Skyport publish-to-receipt p50 ${ss.p50} ms, p99 ${ss.p99} ms, max ${ss.max} ms (${ss.count} receipts; devices published ${row.publishedRate}/s, PUBACK p50 ${t1.puback.p50} ms, p99 ${t1.puback.p99} ms; pacer late by ${t1.behindMs} ms at most); ${settled.last.missing} missing, ${settled.last.duplicates} twice; server ${used.server} s CPU${used.postgres !== null ? `, PostgreSQL ${used.postgres} s` : ''}`);
+    console.log(`  latency at ${RATE}/s: bare loop p50 ${bs.p50} ms, p99 ${bs.p99} ms (${bs.count}); Skyport publish-to-receipt p50 ${ss.p50} ms, p99 ${ss.p99} ms, max ${ss.max} ms (${ss.count} receipts; devices published ${row.publishedRate}/s, PUBACK p50 ${t1.puback.p50} ms, p99 ${t1.puback.p99} ms; pacer late by ${t1.behindMs} ms at most); worst latency in each second: ${(ss.timeline ?? []).map((c) => c[1]).join(' ')}; ${settled.last.missing} missing, ${settled.last.duplicates} twice; server ${used.server} s CPU${used.postgres !== null ? `, PostgreSQL ${used.postgres} s` : ''}`);
   }
 
   if (PHASES.includes('outage')) {
@@ -402,11 +412,11 @@ async function runStore(store: Store, receivers: Child, ports: { a: number; b: n
     const b = await createWebhook(sky, token, productId, `http://127.0.0.2:${ports.b}${bPath}`);
     await receivers.call({ cmd: 'secret', name: 'a', path: aPath, secret: a.secret });
     await receivers.call({ cmd: 'secret', name: 'b', path: bPath, secret: b.secret });
-    const stats = (name: string, path: string, from: number, to: number) => receivers.call<Stats>({ cmd: 'stats', name, path, from, to });
+    const stats = (name: string, path: string, from: number, to: number) => receivers.call<Stats>({ cmd: 'stats', name, path, from, to, timeline: true });
 
     const start = await devices.call<Mark>({ cmd: 'mark' });
     await devices.call({ cmd: 'pace', rate: RATE, window: PACE_WINDOW });
-    await sleep(WARMUP_MS);
+    await sleep(PACED_WARMUP * 1000);
     const h0 = await devices.call<Mark>({ cmd: 'mark' });
     console.log(`  outage: ${RATE} events/s to A and B, both healthy for ${HEALTHY} s`);
     const cpu = await cpuMeter(sky);
@@ -429,7 +439,9 @@ async function runStore(store: Store, receivers: Child, ports: { a: number; b: n
     const all = between(start, end);
     const aDone = await arrived(receivers, 'a', aPath, all, SETTLE_MS, 500);
     const bDone = await arrived(receivers, 'b', bPath, all, SETTLE_MS, 500);
-    const firstAfter = await stats('a', aPath, recovered, Infinity);
+    const firstAfter = await stats('a', aPath, recovered, now() + 3600_000);
+    // What the API says of A once its backlog is delivered: failing since its outage, or not any more.
+    const aView = await api<{ failing_since?: string | null; disabled_reason?: string | null }>(`${sky.url}/v1/products/${productId}/webhooks/${a.id}`, { token });
     const row: OutageRow = {
       store, mode: OUTAGE_MODE, outageSeconds: OUTAGE,
       healthy: { a: await stats('a', aPath, h0.at, h1.at), b: await stats('b', bPath, h0.at, h1.at) },
@@ -437,10 +449,12 @@ async function runStore(store: Store, receivers: Child, ports: { a: number; b: n
       recovery: { b: await stats('b', bPath, recovered, drained.at ?? d1.at) },
       bP99Ratio: null,
       backlogAtRecovery: backlog.missing,
+      aFailingSinceAfter: aView.failing_since ?? null,
       drainSeconds: drained.at === null ? null : round2((drained.at - recovered) / 1000),
       firstReceiptAfterRecoverySeconds: firstAfter.first === null ? null : round2((firstAfter.first - recovered) / 1000),
       a: aDone.last, b: bDone.last,
       published: count(all),
+      puback: { healthy: h1.puback, outage: o1.puback, drain: d1.puback },
       publishedRate: {
         healthy: Math.round((h1.published - h0.published) / ((h1.at - h0.at) / 1000)),
         outage: Math.round((o1.published - h1.published) / ((o1.at - h1.at) / 1000)),
@@ -453,7 +467,10 @@ async function runStore(store: Store, receivers: Child, ports: { a: number; b: n
     };
     row.bP99Ratio = row.outage.b.p99 !== null && row.healthy.b.p99 ? round2(row.outage.b.p99 / row.healthy.b.p99) : null;
     out.outage = row;
-    console.log(`  outage: B p99 ${row.healthy.b.p99} ms healthy, ${row.outage.b.p99} ms during the outage (${row.bP99Ratio}×), ${row.recovery.b.p99} ms while A drains; A drained ${row.drainSeconds ?? 'NOT'} s after it answered again (first delivery after ${row.firstReceiptAfterRecoverySeconds} s); of ${row.published} events A missed ${row.a.missing} (${row.a.duplicates} twice), B missed ${row.b.missing} (${row.b.duplicates} twice); devices published ${row.publishedRate.healthy}/s, ${row.publishedRate.outage}/s, ${row.publishedRate.drain}/s in the three phases; server ${used.server} s CPU${used.postgres !== null ? `, PostgreSQL ${used.postgres} s` : ''}`);
+    const worst = (x: Stats) => (x.timeline ?? []).map((c) => c[1]).join(' ');
+    console.log(`  outage: B's worst latency in each second: healthy ${worst(row.healthy.b)}; A down ${worst(row.outage.b)}; A draining ${worst(row.recovery.b)}`);
+    console.log(`  outage: PUBACK p50 / p99: healthy ${h1.puback.p50} / ${h1.puback.p99} ms, A down ${o1.puback.p50} / ${o1.puback.p99} ms, A draining ${d1.puback.p50} / ${d1.puback.p99} ms`);
+    console.log(`  outage: B p99 ${row.healthy.b.p99} ms healthy, ${row.outage.b.p99} ms during the outage (${row.bP99Ratio}×), ${row.recovery.b.p99} ms while A drains; A drained ${row.drainSeconds ?? 'NOT'} s after it answered again (first delivery after ${row.firstReceiptAfterRecoverySeconds} s); of ${row.published} events A missed ${row.a.missing} (${row.a.duplicates} twice), B missed ${row.b.missing} (${row.b.duplicates} twice); A's failing_since once drained: ${row.aFailingSinceAfter ?? 'none'}; devices published ${row.publishedRate.healthy}/s, ${row.publishedRate.outage}/s, ${row.publishedRate.drain}/s in the three phases; server ${used.server} s CPU${used.postgres !== null ? `, PostgreSQL ${used.postgres} s` : ''}`);
   }
 
   // Every sampled signature right, every body readable, on every path of this store.
@@ -497,8 +514,8 @@ async function main(): Promise<void> {
   const o = results.flatMap((r) => (r.outage ? [r.outage] : []));
   const lines: string[] = [];
   if (t.length) {
-    lines.push('| throughput | store | deliveries/s | bare undici loop req/s | ratio | devices published/s | PUBACK p50 / p99 ms | server CPU s (µs/delivery) | PostgreSQL CPU s | lost | load |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|');
-    for (const r of t) lines.push(`| | ${r.store} | ${r.skyport.rate} | ${r.bare.rate} | ${r.ratio} | ${r.skyport.publishedRate} | ${r.skyport.puback.p50} / ${r.skyport.puback.p99} | ${r.cpu.server} (${r.cpu.serverUsPerDelivery}) | ${r.cpu.postgres ?? '-'} | ${r.skyport.missing} | ${r.load[0]} |`);
+    lines.push('| throughput | store | deliveries/s | bare undici loop req/s | ratio | once publishing stopped: deliveries/s (ratio) | first publish to last receipt: events/s (ratio) | devices published/s | PUBACK p50 / p99 ms | server CPU s (µs/delivery) | PostgreSQL CPU s | lost | load |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+    for (const r of t) lines.push(`| | ${r.store} | ${r.skyport.rate} | ${r.bare.rate} | ${r.ratio} | ${r.skyport.drainRate ?? '-'} (${r.skyport.drainRate ? round2(r.skyport.drainRate / r.bare.rate) : '-'}) | ${r.skyport.overallRate ?? '-'} (${r.skyport.overallRate ? round2(r.skyport.overallRate / r.bare.rate) : '-'}) | ${r.skyport.publishedRate} | ${r.skyport.puback.p50} / ${r.skyport.puback.p99} | ${r.cpu.server} (${r.cpu.serverUsPerDelivery}) | ${r.cpu.postgres ?? '-'} | ${r.skyport.missing} | ${r.load[0]} |`);
     lines.push('');
   }
   if (l.length) {
@@ -534,11 +551,11 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify({
     date, command: ['npm run bench:webhooks', ...(args.length ? ['--', ...args] : [])].join(' '), commit,
     machine: { cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: load0, loadAverageAfter: load1 },
-    options: { stores, phases: PHASES, duration: DURATION, latencyDuration: LATENCY_DURATION, healthy: HEALTHY, outage: OUTAGE, outageMode: OUTAGE_MODE, rate: RATE, devices: DEVICES, window: WINDOW, concurrency: CONCURRENCY, dataBytes: DATA_BYTES, probe: PROBE },
+    options: { stores, phases: PHASES, duration: DURATION, latencyDuration: LATENCY_DURATION, pacedWarmup: PACED_WARMUP, healthy: HEALTHY, outage: OUTAGE, outageMode: OUTAGE_MODE, rate: RATE, devices: DEVICES, window: WINDOW, concurrency: CONCURRENCY, dataBytes: DATA_BYTES, probe: PROBE },
     throughput: t, latency: l, outage: o, goals,
   }, null, 2)}\n`);
   console.log(`\nresults: ${file}`);
 }
 
-const budget = stores.length * (120 + DURATION + SETTLE_MS / 1000 + 2 * LATENCY_DURATION + HEALTHY + OUTAGE + DRAIN_BOUND_MS / 1000 + 2 * SETTLE_MS / 1000);
+const budget = stores.length * (120 + 3 * PACED_WARMUP + DURATION + SETTLE_MS / 1000 + 2 * LATENCY_DURATION + HEALTHY + OUTAGE + DRAIN_BOUND_MS / 1000 + 2 * SETTLE_MS / 1000);
 runBenchmark('bench:webhooks', budget, main);

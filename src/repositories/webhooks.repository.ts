@@ -141,8 +141,10 @@ export function createWebhooksRepository(db: Queryable) {
       return rows[0] && webhook(rows[0]);
     },
 
-    async clearFailing(ids: string[]): Promise<void> {
-      if (ids.length > 0) await db.query('UPDATE webhooks SET failing_since = NULL WHERE id = ANY($1::text[]) AND failing_since IS NOT NULL', [ids]);
+    /** Clears the failing mark of those that have one; answers whether any had. */
+    async clearFailing(ids: string[]): Promise<boolean> {
+      if (ids.length === 0) return false;
+      return (await db.query('UPDATE webhooks SET failing_since = NULL WHERE id = ANY($1::text[]) AND failing_since IS NOT NULL RETURNING id', [ids])).length > 0;
     },
 
     async remove(id: string, q: Queryable = db): Promise<boolean> {

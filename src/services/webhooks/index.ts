@@ -73,21 +73,58 @@ export function createWebhooks(deps: {
     attempted: (o) => void attempted(o),
   });
 
+  /**
+   * When each webhook started failing, as this node last wrote or read it, and when. A failed
+   * attempt writes the webhook's row once a minute at most: each one wrote it, thousands of
+   * updates of one row in an outage, while the deliveries of every webhook waited for the pool
+   * (docs/benchmarks.md, "Webhooks").
+   */
+  const failing = new Map<string, { since: number; readAt: number }>();
+  const FAILING_READ_EVERY_MS = 60_000;
+  /** Webhooks whose mark this node is clearing: their index record says failing until reloaded. */
+  const clearing = new Set<string>();
+  /** Every node's index learns a webhook failing or failing no more: its successes then clear the mark. */
+  const indexChanged = () => {
+    loaded = reload().catch((err) => deps.log().warn({ err }, 'webhooks could not be reloaded'));
+    bus.notify(CHANGED, {});
+  };
+
   /** A webhook failing for DISABLE_AFTER_FAILING_MS, or answered 410 Gone, is disabled and says why. */
   async function attempted(o: DeliveryOutcome): Promise<void> {
     deps.metrics?.attempt(o.outcome, o.result ? o.result.latencyMs / 1000 : null);
     const w = o.webhook;
     try {
       if (o.outcome === 'delivered') {
-        if (w.failingSince) await repo.clearFailing([w.id]);
+        const known = failing.delete(w.id);
+        if ((known || w.failingSince) && !clearing.has(w.id)) {
+          clearing.add(w.id);
+          try {
+            if (await repo.clearFailing([w.id])) indexChanged();
+          } finally {
+            clearing.delete(w.id);
+          }
+        }
         return;
       }
       if (o.outcome !== 'failed') return;
       const gone = o.result?.status === 410;
-      const failing = gone ? w : await repo.markFailing(w.id, clock.now());
-      if (!failing || failing.disabledReason) return;
-      const since = failing.failingSince?.getTime() ?? clock.nowMs();
+      let since: number;
+      const known = failing.get(w.id);
+      if (gone) {
+        if (w.disabledReason) return;
+        since = 0;
+      } else if (known && clock.nowMs() - known.readAt < FAILING_READ_EVERY_MS) {
+        since = known.since;
+      } else {
+        const marked = await repo.markFailing(w.id, clock.now());
+        if (!marked || marked.disabledReason) return;
+        since = marked.failingSince?.getTime() ?? clock.nowMs();
+        failing.set(w.id, { since, readAt: clock.nowMs() });
+        // The index's record did not know: every node learns it, so that a success anywhere clears it.
+        if (!w.failingSince) indexChanged();
+      }
       if (!gone && clock.nowMs() - since < DISABLE_AFTER_FAILING_MS) return;
+      failing.delete(w.id);
       const reason = gone ? 'the receiver answered 410 Gone' : `every delivery failed for ${Math.round(DISABLE_AFTER_FAILING_MS / 86400_000)} days`;
       await disable(w, reason);
     } catch (err) {
