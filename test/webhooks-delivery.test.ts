@@ -162,17 +162,17 @@ describe('a receiver that fails', () => {
     receiver.answer((r) => (r.url === '/retry' && ++n <= 2 ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' }));
     const { d } = await device();
     await d.publish('retry', '1');
-    await eventually(() => (at('/retry').length === 1 ? true : undefined));
-    const first = await eventually(async () => ((await deliveries(w))[0]?.attempts === 1 ? (await deliveries(w))[0] : undefined));
+    await eventually(() => (at('/retry').length === 1 ? true : undefined), 15_000);
+    const first = await eventually(async () => ((await deliveries(w))[0]?.attempts === 1 ? (await deliveries(w))[0] : undefined), 15_000);
     assert.equal(first.status, 'pending');
     // The first retry comes within 30 s (10 s, drawn between 8 and 12), the next within 1 min 12 s.
     const wait = first.nextAt.getTime() - clock.nowMs();
     assert.ok(wait >= 8000 && wait <= 12_000, `first retry after ${wait} ms`);
     clock.advance(12_000);
-    await eventually(() => (at('/retry').length === 2 ? true : undefined));
+    await eventually(() => (at('/retry').length === 2 ? true : undefined), 15_000);
     clock.advance(72_000);
-    await eventually(() => (at('/retry').length === 3 ? true : undefined));
-    const done = await eventually(async () => ((await deliveries(w))[0]?.status === 'delivered' ? (await deliveries(w))[0] : undefined));
+    await eventually(() => (at('/retry').length === 3 ? true : undefined), 15_000);
+    const done = await eventually(async () => ((await deliveries(w))[0]?.status === 'delivered' ? (await deliveries(w))[0] : undefined), 15_000);
     assert.deepEqual(done.log.map((a) => [a.n, a.outcome, a.status]), [[1, 'failed', 503], [2, 'failed', 503], [3, 'delivered', 200]]);
     assert.equal(done.log[0]?.answer, 'busy');
     // The same id on every attempt: a receiver drops repeats by it.
