@@ -112,6 +112,14 @@ const port = (raw: string | undefined, name: string): number => {
   return Number(raw);
 };
 
+/** The API and the MQTT URL: the options, else the environment, else the API's host on 1883. */
+function addresses(opts: SimOptions): { apiUrl: string; mqttUrl: string } {
+  const apiUrl = (opts.apiUrl ?? process.env.SKYPORT_API_URL ?? 'http://localhost:8080').replace(/\/+$/, '');
+  return { apiUrl, mqttUrl: opts.mqttUrl ?? process.env.SKYPORT_MQTT_URL ?? `mqtt://${new URL(apiUrl).hostname}:1883` };
+}
+
+const durationOf = (opts: SimOptions): number | undefined => (opts.duration === undefined ? undefined : positive(opts.duration, 'duration', 1, 7 * 86400));
+
 /** Until Ctrl-C, or `duration` seconds. */
 function runUntilStopped(signal: AbortSignal, duration: number | undefined): Promise<void> {
   return new Promise<void>((resolve) => {
@@ -128,9 +136,8 @@ function runUntilStopped(signal: AbortSignal, duration: number | undefined): Pro
  */
 async function listen(opts: SimOptions, signal: AbortSignal): Promise<void> {
   if (!opts.credentials) throw new Error('--listening needs --credentials FILE: the devices to set up (ids and secrets from provisioning)');
-  const apiUrl = (opts.apiUrl ?? process.env.SKYPORT_API_URL ?? 'http://localhost:8080').replace(/\/+$/, '');
-  const mqttUrl = opts.mqttUrl ?? process.env.SKYPORT_MQTT_URL ?? `mqtt://${new URL(apiUrl).hostname}:1883`;
-  const duration = opts.duration === undefined ? undefined : positive(opts.duration, 'duration', 1, 7 * 86400);
+  const { mqttUrl } = addresses(opts);
+  const duration = durationOf(opts);
   const httpPort = port(opts.softapHttpPort, 'softap-http-port');
   const tcpPort = port(opts.softapTcpPort, 'softap-tcp-port');
   const platformId = opts.platformId === undefined ? undefined : positive(opts.platformId, 'platform-id', 1, 65_535);
@@ -155,10 +162,9 @@ async function listen(opts: SimOptions, signal: AbortSignal): Promise<void> {
 
 /** Provisions or reads the identities, connects them, prints the summary, runs until stopped. */
 async function simulate(opts: SimOptions, signal: AbortSignal): Promise<void> {
-  const apiUrl = (opts.apiUrl ?? process.env.SKYPORT_API_URL ?? 'http://localhost:8080').replace(/\/+$/, '');
-  const mqttUrl = opts.mqttUrl ?? process.env.SKYPORT_MQTT_URL ?? `mqtt://${new URL(apiUrl).hostname}:1883`;
+  const { apiUrl, mqttUrl } = addresses(opts);
   // Checked before anything is provisioned or connected.
-  const duration = opts.duration === undefined ? undefined : positive(opts.duration, 'duration', 1, 7 * 86400);
+  const duration = durationOf(opts);
   const concurrency = positive(opts.concurrency, 'concurrency', 200, 10_000);
   const connectTimeoutMs = positive(opts.connectTimeout, 'connect-timeout', 30, 3600) * 1000;
   // The simulator brings MQTT and the device SDK: loaded when a simulation runs, not for every command.

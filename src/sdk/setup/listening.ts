@@ -81,7 +81,7 @@ export class Listening extends EventEmitter {
     session.servers = servers;
     run = session.run;
     report = session.report;
-    session.progress('listening', `listening: setup over HTTP at ${session.http.url} and TCP at ${host}:${session.tcp.port}`);
+    session.listening();
     return session;
   }
 
@@ -142,7 +142,7 @@ export class Listening extends EventEmitter {
         if (this.stopped) return;
         try {
           this.servers = await openServers(this.http.host, addresses.http, addresses.tcp, this.run, this.report);
-          this.progress('listening', `listening: setup over HTTP at ${this.http.url} and TCP at ${this.tcp.host}:${this.tcp.port}`);
+          this.listening();
         } catch (err) {
           this.emit('error', err as Error);
           this.stopped = true;
@@ -171,6 +171,10 @@ export class Listening extends EventEmitter {
     this.servers = undefined;
     if (!servers) return;
     await Promise.all([closeServer(servers.http, true), closeServer(servers.tcp, false)]);
+  }
+
+  private listening(): void {
+    this.progress('listening', `listening: setup over HTTP at ${this.http.url} and TCP at ${this.tcp.host}:${this.tcp.port}`);
   }
 
   private progress(step: SetupStep, message: string): void {
