@@ -14,6 +14,7 @@
 //   stop                    stops publishing, waits for the outstanding PUBACKs (120 s at most), then as mark
 // A connection that closes fails the run (the process exits 1).
 import mqtt from 'mqtt';
+import { serveCommands } from './child-commands.js';
 
 const BASE = 10_000_000;
 const now = () => performance.timeOrigin + performance.now();
@@ -164,12 +165,4 @@ async function run(c: Command): Promise<unknown> {
   }
 }
 
-process.on('message', (m) => {
-  const { seq, ...c } = m as Command & { seq: number };
-  run(c as Command).then(
-    (result) => process.send?.({ seq, result }),
-    (err: unknown) => process.send?.({ seq, error: (err as Error).message }),
-  );
-});
-process.on('disconnect', () => process.exit(0));
-process.send?.({ seq: 0, result: 'ready' });
+serveCommands<Command>(run);

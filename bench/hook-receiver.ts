@@ -18,6 +18,7 @@
 // Times are `performance.timeOrigin + performance.now()` (ms), comparable between processes.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Webhook } from 'standardwebhooks';
+import { serveCommands } from './child-commands.js';
 
 const SAMPLE_EVERY = 50;
 const now = () => performance.timeOrigin + performance.now();
@@ -187,12 +188,4 @@ async function run(c: Command): Promise<unknown> {
   }
 }
 
-process.on('message', (m) => {
-  const { seq, ...c } = m as Command & { seq: number };
-  run(c as Command).then(
-    (result) => process.send?.({ seq, result }),
-    (err: unknown) => process.send?.({ seq, error: (err as Error).message }),
-  );
-});
-process.on('disconnect', () => process.exit(0));
-process.send?.({ seq: 0, result: 'ready' });
+serveCommands<Command>(run);
