@@ -52,6 +52,8 @@ export interface Settings {
   readonly webhookConcurrency: number;
   readonly webhookHostConcurrency: number;
   readonly webhookTimeoutSeconds: number;
+  readonly firmwareTransfers: number;
+  readonly firmwareUpdateTimeoutSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -293,6 +295,16 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'webhookTimeoutSeconds', env: 'WEBHOOK_TIMEOUT_SECONDS', flag: '--webhook-timeout-seconds', default: '20', doc: 'How long a webhook request may take, from connecting to the end of the answer, before the attempt counts as failed (20 s, as Particle).', parse: integer(1, 120) },
   { key: 'webhookConcurrency', env: 'WEBHOOK_CONCURRENCY', flag: '--webhook-concurrency', default: '256', doc: 'Webhook deliveries one node sends at once, at most.', parse: integer(1, 10000) },
   { key: 'webhookHostConcurrency', env: 'WEBHOOK_HOST_CONCURRENCY', flag: '--webhook-host-concurrency', default: '32', doc: 'Webhook deliveries one node sends to one destination host at once, at most: a slow host cannot take every slot.', parse: integer(1, 1000) },
+  {
+    key: 'firmwareTransfers', env: 'FIRMWARE_TRANSFERS', flag: '--firmware-transfers', default: '256',
+    doc: 'Firmware transfers one node runs at once, at most; devices beyond it wait (their update `pending`) and start as transfers end (docs/device-protocol.md, "Firmware updates").',
+    parse: integer(1, 100_000),
+  },
+  {
+    key: 'firmwareUpdateTimeoutSeconds', env: 'FIRMWARE_UPDATE_TIMEOUT_SECONDS', flag: '--firmware-update-timeout-seconds', default: '600',
+    doc: 'How long a device has, after it said it holds a new firmware image (`ota/done`), to come back running it; an update whose device is not back by then counts as failed (`no_return`), and as succeeded if it comes back on the new version later.',
+    parse: integer(10, 7 * 86400),
+  },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];
 

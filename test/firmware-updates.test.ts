@@ -1,0 +1,251 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { manualClock, startTestServer, type TestServer } from './helpers/server.js';
+import { raw } from './helpers/http.js';
+import { eventually } from './helpers/eventually.js';
+import { provision, type Identity } from './helpers/device.js';
+import { newProduct, signUp } from './helpers/fixtures.js';
+import { openEventStream, type EventStream } from './helpers/sse.js';
+import { startProxy } from './helpers/proxy.js';
+import { moduleBinary, sha256, signingKeys, testFirmware } from './helpers/firmware.js';
+import { createDevice, type Device, type DeviceOptions, type FirmwareUpdate } from '../src/sdk/index.js';
+import { productVersionOf } from '../src/sim/module-info.js';
+
+/**
+ * Firmware updates over the device's MQTT connection (docs/device-protocol.md, "Firmware
+ * updates"), with SDK devices: the transfer, its resume, the device's checks, the outcome counted
+ * when the device comes back (or does not), updates disabled and forced, and the events.
+ */
+const clock = manualClock(new Date());
+const firmware = testFirmware();
+let server: TestServer;
+before(async () => { server = await startTestServer({ clock, firmware: firmware.source, env: { FIRMWARE_UPDATE_TIMEOUT_SECONDS: '60', FIRMWARE_TRANSFERS: '2' } }); });
+after(async () => { await server.close(); });
+
+const updates = () => server.skyport.services.firmwareUpdates;
+
+async function fleet(n = 1) {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const devices: Identity[] = [];
+  for (let i = 0; i < n; i++) devices.push(await provision(server.url, token, product.id));
+  const stream = await openEventStream(`${server.url}/v1/products/${product.id}/events`, token);
+  return { token, product, devices, stream };
+}
+
+/** An SDK device on firmware `version` that applies what it receives by the module's product version. */
+function sdkDevice(who: Identity, version: number, options: Partial<DeviceOptions> = {}, url = server.mqttUrl): Device {
+  const device = createDevice({ url, id: who.id, secret: who.secret, firmwareVersion: version, reconnect: { minMs: 20, maxMs: 100 }, ...options });
+  device.onFirmwareUpdate(async (update) => update.apply((await productVersionOf(update.image)) ?? undefined));
+  return device;
+}
+
+const flashEvents = (stream: EventStream, id: string) => stream.events.filter((e) => e.coreid === id && (e.name === 'spark/flash/status' || e.name === 'spark/status' || e.name.startsWith('particle/device/updates/'))).map((e) => `${e.name} ${JSON.stringify(e.data)}`);
+
+async function stateOf(id: string, state: string) {
+  return eventually(async () => {
+    const s = await updates().stateOf(id);
+    return s?.state === state ? s : undefined;
+  }, 10_000, `update of ${id} ${state}`);
+}
+
+test('a whole update: offered at hello, sent in chunks, checked, applied; counted once the device is back on the new version, with Particle\'s events', async () => {
+  const { token, product, devices: [who], stream } = await fleet();
+  const image = moduleBinary(product.id, 2, 50_000);
+  firmware.target([who!.id], product.id, 2, image);
+  const device = sdkDevice(who!, 1);
+  const received: FirmwareUpdate[] = [];
+  device.onFirmwareUpdate(async (update) => {
+    received.push(update);
+    await update.apply(2);
+  });
+  try {
+    await device.connect();
+    const done = await stateOf(who!.id, 'succeeded');
+    assert.equal(received.length, 1);
+    assert.ok(received[0]!.image.equals(image), 'the application gets the image, whole');
+    assert.deepEqual({ ...received[0], image: undefined, apply: undefined }, { version: 2, size: image.length, sha256: sha256(image), signed: false, forced: false, image: undefined, apply: undefined });
+    assert.equal(device.runningFirmwareVersion, 2);
+    assert.deepEqual({ state: done.state, bytesSent: done.bytesSent, offset: done.offset, size: done.size, error: done.error }, { state: 'succeeded', bytesSent: image.length, offset: image.length, size: image.length, error: null });
+    assert.ok(done.startedAt && done.finishedAt);
+    const listed = await raw(`${server.url}/v1/products/${product.id}/devices/${who!.id}`, { token });
+    assert.equal(listed.json.firmware_version, 2);
+    await eventually(() => (flashEvents(stream, who!.id).includes('spark/flash/status "success "') ? true : undefined));
+    assert.deepEqual(flashEvents(stream, who!.id).filter((e) => !e.startsWith('spark/status "o')), [
+      'spark/status "auto-update"', 'spark/flash/status "started "', 'spark/flash/status "success "',
+    ]);
+    assert.deepEqual(await updates().counts(product.id), [{ version: 2, state: 'succeeded', count: 1 }]);
+  } finally {
+    stream.close();
+    await device.close();
+  }
+});
+
+test('a transfer cut at 60 % resumes on the next connection from what the device holds: only the rest is sent', async () => {
+  const { product, devices: [who], stream } = await fleet();
+  const image = moduleBinary(product.id, 3, 200_000);
+  firmware.target([who!.id], product.id, 3, image);
+  const proxy = await startProxy({ host: '127.0.0.1', port: Number(new URL(server.mqttUrl).port) });
+  const device = sdkDevice(who!, 2, {}, `mqtt://127.0.0.1:${proxy.port}`);
+  let heldAtCut = 0;
+  const offers: number[] = [];
+  device.on('firmware-offer', () => offers.push(Date.now()));
+  device.on('firmware-progress', (_offer: unknown, held: number) => {
+    if (heldAtCut > 0 || held < image.length * 0.6) return;
+    heldAtCut = held;
+    // The network drops every connection through it; the device reconnects by itself.
+    proxy.cut();
+    proxy.restore();
+  });
+  try {
+    await device.connect();
+    const done = await stateOf(who!.id, 'succeeded');
+    assert.ok(heldAtCut >= image.length * 0.6 && heldAtCut < image.length, `cut at ${heldAtCut} of ${image.length}`);
+    assert.equal(offers.length, 2, 'offered again on the new connection');
+    // Both transfers together sent the image once, and at most the window in flight when the cut came twice.
+    const window = 8 * 4096;
+    assert.ok(done.bytesSent >= image.length && done.bytesSent - image.length <= window, `sent ${done.bytesSent} for an image of ${image.length}`);
+    assert.equal(device.runningFirmwareVersion, 3);
+    // One update: started once, succeeded once.
+    await eventually(() => (flashEvents(stream, who!.id).includes('spark/flash/status "success "') ? true : undefined));
+    assert.deepEqual(flashEvents(stream, who!.id).filter((e) => e.startsWith('spark/flash')), ['spark/flash/status "started "', 'spark/flash/status "success "']);
+  } finally {
+    stream.close();
+    await device.close();
+    await proxy.close();
+  }
+});
+
+test('a device given the product key refuses an image whose signature does not hold, or that carries none, before applying anything', async () => {
+  const { product, devices: [good, forged, unsigned], stream } = await fleet(3);
+  const keys = signingKeys();
+  const other = signingKeys();
+  const image = moduleBinary(product.id, 5, 30_000);
+  firmware.target([good!.id], product.id, 5, image, { key: keys.privateKey });
+  const applied: string[] = [];
+  const devices = [good!, forged!, unsigned!].map((who) => {
+    const d = sdkDevice(who, 4, { firmwareKey: keys.publicKey.export({ format: 'pem', type: 'spki' }).toString() });
+    d.onFirmwareUpdate(async (update) => { applied.push(who.id); await update.apply(5); });
+    return d;
+  });
+  try {
+    await Promise.all(devices.map((d) => d.connect()));
+    const ok = await stateOf(good!.id, 'succeeded');
+    assert.equal(ok.version, 5);
+
+    // The same image, released signed by another key, and unsigned.
+    firmware.target([forged!.id], product.id, 6, moduleBinary(product.id, 6, 30_000), { key: other.privateKey });
+    firmware.target([unsigned!.id], product.id, 7, moduleBinary(product.id, 7, 30_000));
+    const failures: Array<[string, string]> = [];
+    devices[1]!.on('firmware-failed', (_o: unknown, error: string) => failures.push([forged!.id, error]));
+    devices[2]!.on('firmware-failed', (_o: unknown, error: string) => failures.push([unsigned!.id, error]));
+    firmware.released(server.skyport.bus, product.id);
+    const bad = await stateOf(forged!.id, 'failed');
+    assert.equal(bad.error, 'bad_signature');
+    assert.equal(bad.offset, bad.size, 'the whole image came, and was refused');
+    assert.equal((await stateOf(unsigned!.id, 'failed')).error, 'unsigned');
+    assert.deepEqual(applied, [good!.id], 'nothing of a refused image is applied');
+    assert.deepEqual(failures.sort(), [[forged!.id, 'bad_signature'], [unsigned!.id, 'unsigned']].sort());
+    assert.equal(devices[1]!.runningFirmwareVersion, 4);
+    await eventually(() => (flashEvents(stream, forged!.id).includes('spark/flash/status "failed "') ? true : undefined));
+  } finally {
+    stream.close();
+    await Promise.all(devices.map((d) => d.close()));
+  }
+});
+
+test('a device back on its old version counts failed and is not offered the version again until a release names it; one that never comes back fails after the time-out', async () => {
+  const { product, devices: [reverts, vanishes], stream } = await fleet(2);
+  firmware.target([reverts!.id, vanishes!.id], product.id, 9, moduleBinary(product.id, 9, 20_000));
+  let reverting = true;
+  const a = sdkDevice(reverts!, 8);
+  a.onFirmwareUpdate((update) => update.apply(reverting ? 8 : 9));
+  const b = sdkDevice(vanishes!, 8);
+  // It holds the image and goes away for good (a device that bricked itself applying it).
+  b.onFirmwareUpdate(() => b.close());
+  try {
+    await Promise.all([a.connect(), b.connect()]);
+    const failed = await stateOf(reverts!.id, 'failed');
+    assert.equal(failed.error, 'old_version');
+    await eventually(() => (flashEvents(stream, reverts!.id).includes('spark/flash/status "failed "') ? true : undefined));
+
+    // Its next connections bring nothing new: a failure is not repeated by itself.
+    const offers: number[] = [];
+    a.on('firmware-offer', () => offers.push(1));
+    a.disableUpdates().enableUpdates();
+    await stateOf(vanishes!.id, 'applying');
+    // Until a release names it again.
+    reverting = false;
+    firmware.released(server.skyport.bus, product.id, [reverts!.id]);
+    await stateOf(reverts!.id, 'succeeded');
+    assert.equal(offers.length, 1);
+
+    // The other said done and is gone: failed once the time-out has passed, by the clock.
+    await updates().sweep();
+    assert.equal((await updates().stateOf(vanishes!.id))?.state, 'applying');
+    clock.advance(61_000);
+    await updates().sweep();
+    const lost = await stateOf(vanishes!.id, 'failed');
+    assert.equal(lost.error, 'no_return');
+    await eventually(() => (flashEvents(stream, vanishes!.id).includes('spark/flash/status "failed "') ? true : undefined));
+    // Back after all, on the new version: it succeeded.
+    const back = createDevice({ url: server.mqttUrl, id: vanishes!.id, secret: vanishes!.secret, firmwareVersion: 9, reconnect: false });
+    await back.connect();
+    await stateOf(vanishes!.id, 'succeeded');
+    await back.close();
+  } finally {
+    stream.close();
+    await Promise.all([a.close(), b.close()]);
+  }
+});
+
+test('updates disabled: the update waits (pending) until the device takes updates again; forced updates go anyway', async () => {
+  const { product, devices: [who, forcedWho], stream } = await fleet(2);
+  firmware.target([who!.id, forcedWho!.id], product.id, 11, moduleBinary(product.id, 11, 20_000));
+  const device = sdkDevice(who!, 10, { updatesEnabled: false });
+  const enabledOf = async (id: string) => (await server.skyport.db.query<{ e: boolean }>('SELECT firmware_updates_enabled AS e FROM devices WHERE id = $1', [id]))[0]?.e;
+  try {
+    await device.connect();
+    await stateOf(who!.id, 'pending');
+    assert.equal(await enabledOf(who!.id), false);
+    await eventually(() => (flashEvents(stream, who!.id).includes('particle/device/updates/pending "true"') ? true : undefined));
+    assert.ok(flashEvents(stream, who!.id).includes('particle/device/updates/enabled "false"'));
+
+    device.enableUpdates();
+    await stateOf(who!.id, 'succeeded');
+    assert.equal(await enabledOf(who!.id), true);
+    assert.ok(flashEvents(stream, who!.id).includes('particle/device/updates/enabled "true"'));
+
+    // The product forces updates: a device that disabled them takes this one all the same.
+    await server.skyport.db.query('UPDATE devices SET firmware_updates_forced = true WHERE id = $1', [forcedWho!.id]);
+    const forced = sdkDevice(forcedWho!, 10, { updatesEnabled: false });
+    const offers: boolean[] = [];
+    forced.on('firmware-offer', (offer: { forced: boolean }) => offers.push(offer.forced));
+    await forced.connect();
+    await stateOf(forcedWho!.id, 'succeeded');
+    assert.deepEqual(offers, [true]);
+    await forced.close();
+  } finally {
+    stream.close();
+    await device.close();
+  }
+});
+
+test('many devices take one release: the node reads the image once, runs at most FIRMWARE_TRANSFERS at a time, and the others wait their turn', async () => {
+  const { product, devices: whos } = await fleet(5);
+  const image = moduleBinary(product.id, 13, 40_000);
+  firmware.target(whos.map((w) => w.id), product.id, 13, image);
+  const devices = whos.map((who) => sdkDevice(who, 12));
+  let most = 0;
+  const watch = setInterval(() => { most = Math.max(most, updates().inProgress()); }, 1);
+  try {
+    await Promise.all(devices.map((d) => d.connect()));
+    for (const who of whos) await stateOf(who.id, 'succeeded');
+    assert.deepEqual(firmware.loads.filter((l) => l === `${product.id}/13`), [`${product.id}/13`], 'read once for the five devices');
+    assert.ok(most <= 2, `${most} transfers at once`);
+    assert.deepEqual(await updates().counts(product.id), [{ version: 13, state: 'succeeded', count: 5 }]);
+  } finally {
+    clearInterval(watch);
+    await Promise.all(devices.map((d) => d.close()));
+  }
+});
