@@ -4,11 +4,11 @@ import { manualClock, startTestServer, type TestServer } from './helpers/server.
 import { raw } from './helpers/http.js';
 import { eventually } from './helpers/eventually.js';
 import { provision, type Identity } from './helpers/device.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
+import { engineSchema, newProduct, signUp } from './helpers/fixtures.js';
 import { openEventStream, type EventStream } from './helpers/sse.js';
 import { startProxy } from './helpers/proxy.js';
 import { moduleBinary, sha256, signingKeys, testFirmware } from './helpers/firmware.js';
-import { createDevice, type Device, type DeviceOptions, type FirmwareUpdate } from '../src/sdk/index.js';
+import { bind, createDevice, type Device, type DeviceOptions, type FirmwareUpdate } from '../src/sdk/index.js';
 import { productVersionOf } from '../src/sim/module-info.js';
 
 /**
@@ -247,5 +247,32 @@ test('many devices take one release: the node reads the image once, runs at most
   } finally {
     clearInterval(watch);
     await Promise.all(devices.map((d) => d.close()));
+  }
+});
+
+test('settings scoped to a firmware range follow the device\'s new version at once after the update', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const schema = engineSchema({ boost: { type: 'integer', title: 'Boost', description: '', default: 3, minimum: 0, maximum: 9, minimumFirmwareVersion: 21 } });
+  const put = await raw(`${server.url}/v1/products/${product.id}/config`, { method: 'PUT', token, body: JSON.stringify(schema), headers: { 'content-type': 'application/schema+json' } });
+  assert.equal(put.status, 200, put.text);
+  const who = await provision(server.url, token, product.id);
+  firmware.target([who.id], product.id, 21, moduleBinary(product.id, 21, 20_000));
+  const engine = { idle: 0, fastpub: 0, boost: -1 };
+  const device = sdkDevice(who, 20);
+  await device.configModule('engine', { idle: bind.integer(engine, 'idle'), fastpub: bind.integer(engine, 'fastpub'), boost: bind.integer(engine, 'boost') });
+  const boosts: number[] = [];
+  device.on('config', (module: string, value: Record<string, number>) => { if (module === 'engine') boosts.push(value.boost as number); });
+  try {
+    await device.connect();
+    await stateOf(who.id, 'succeeded');
+    // On firmware 20 the engine module came without boost; on 21, with it, on the connection after the restart.
+    await eventually(() => (engine.boost === 3 ? true : undefined));
+    assert.equal(engine.idle, 1600);
+    assert.equal(device.runningFirmwareVersion, 21);
+    const read = await raw(`${server.url}/v1/products/${product.id}/config/${who.id}`, { token });
+    assert.deepEqual(read.json.outside_firmware_range, []);
+  } finally {
+    await device.close();
   }
 });
