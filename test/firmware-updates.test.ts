@@ -10,6 +10,7 @@ import { startProxy } from './helpers/proxy.js';
 import { moduleBinary, sha256, signingKeys, testFirmware } from './helpers/firmware.js';
 import { bind, createDevice, type Device, type DeviceOptions, type FirmwareUpdate } from '../src/sdk/index.js';
 import { productVersionOf } from '../src/sim/module-info.js';
+import { runSimulation } from '../src/sim/simulator.js';
 
 /**
  * Firmware updates over the device's MQTT connection (docs/device-protocol.md, "Firmware
@@ -274,5 +275,29 @@ test('settings scoped to a firmware range follow the device\'s new version at on
     assert.deepEqual(read.json.outside_firmware_range, []);
   } finally {
     await device.close();
+  }
+});
+
+test('simulated devices fail the shares of updates they are told to: refused, check failed, never back, back on the old version', async () => {
+  const { product, devices: whos } = await fleet(5);
+  firmware.target(whos.map((w) => w.id), product.id, 31, moduleBinary(product.id, 31, 20_000));
+  const draws = [0.1, 0.3, 0.5, 0.7, 0.9];
+  const sim = await runSimulation({
+    mqttUrl: server.mqttUrl, identities: whos, firmwareVersion: 30, random: () => draws.shift() ?? 0.99,
+    updateFailures: { refuse: 0.2, check: 0.2, vanish: 0.2, revert: 0.2 },
+  });
+  try {
+    const ended = async () => {
+      const states = await Promise.all(whos.map((w) => updates().stateOf(w.id)));
+      return states.every((s) => s?.state === 'failed' || s?.state === 'succeeded' || s?.state === 'applying') && states.filter((s) => s?.state === 'applying').length === 1 ? states : undefined;
+    };
+    await eventually(ended, 10_000, 'four outcomes and one device gone');
+    clock.advance(61_000);
+    await updates().sweep();
+    const states = await Promise.all(whos.map((w) => updates().stateOf(w.id)));
+    assert.deepEqual(states.map((s) => s?.error ?? s?.state).sort(), ['check_failed', 'no_return', 'old_version', 'refused', 'succeeded']);
+    assert.deepEqual(sim.updates, { offered: 5, applied: 1, refused: 1, checkFailed: 1, vanished: 1, reverted: 1 });
+  } finally {
+    await Promise.all(sim.devices.map((d) => d.close()));
   }
 });

@@ -209,6 +209,25 @@ export class Device extends EventEmitter {
     return this.setUpdates(true);
   }
 
+  /**
+   * Restarts as firmware would (System.reset()): the connection ends cleanly (no will), the device
+   * connects again and says `hello`, running `firmwareVersion` when given (an update applied),
+   * else what it ran. Resolves once it is back online.
+   */
+  async restart(firmwareVersion?: number): Promise<void> {
+    if (firmwareVersion !== undefined) this.firmwareVersion = firmwareVersion;
+    const client = this.client;
+    // Let go first: its 'close' then schedules no reconnect of its own.
+    this.client = null;
+    this.setOnline(false);
+    if (client) {
+      const forced = setTimeout(() => client.end(true), 2000);
+      await client.endAsync().finally(() => clearTimeout(forced));
+    }
+    if (this.closed) return;
+    await this.connect();
+  }
+
   /** Decides on each offer before anything is sent: false refuses it (`refused`). */
   onFirmwareOffer(decide: (offer: FirmwareOffer) => boolean | Promise<boolean>): this {
     this.firmwareOffer = decide;
@@ -359,24 +378,6 @@ export class Device extends EventEmitter {
     // device holds on disk is settled (a caller may read or replace the files).
     await this.configQueue;
     this.setOnline(false);
-  }
-
-  /**
-   * Applies firmware as a restart would: the connection ends cleanly (no will), the device
-   * connects again and says `hello` running `version`. Resolves once it is back online.
-   */
-  private async restart(version: number): Promise<void> {
-    this.firmwareVersion = version;
-    const client = this.client;
-    // Let go first: its 'close' then schedules no reconnect of its own.
-    this.client = null;
-    this.setOnline(false);
-    if (client) {
-      const forced = setTimeout(() => client.end(true), 2000);
-      await client.endAsync().finally(() => clearTimeout(forced));
-    }
-    if (this.closed) return;
-    await this.connect();
   }
 
   private setUpdates(on: boolean): this {
