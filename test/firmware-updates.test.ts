@@ -6,6 +6,7 @@ import { eventually } from './helpers/eventually.js';
 import { provision, type Identity } from './helpers/device.js';
 import { engineSchema, newProduct, signUp } from './helpers/fixtures.js';
 import { openEventStream, type EventStream } from './helpers/sse.js';
+import { sample, scrape } from './helpers/metrics.js';
 import { startProxy } from './helpers/proxy.js';
 import { moduleBinary, sha256, signingKeys, testFirmware } from './helpers/firmware.js';
 import { bind, createDevice, type Device, type DeviceOptions, type FirmwareUpdate } from '../src/sdk/index.js';
@@ -20,7 +21,7 @@ import { runSimulation } from '../src/sim/simulator.js';
 const clock = manualClock(new Date());
 const firmware = testFirmware();
 let server: TestServer;
-before(async () => { server = await startTestServer({ clock, firmware: firmware.source, env: { FIRMWARE_UPDATE_TIMEOUT_SECONDS: '60', FIRMWARE_TRANSFERS: '2' } }); });
+before(async () => { server = await startTestServer({ clock, firmware: firmware.source, env: { FIRMWARE_UPDATE_TIMEOUT_SECONDS: '60', FIRMWARE_TRANSFERS: '2', METRICS: 'open' } }); });
 after(async () => { await server.close(); });
 
 const updates = () => server.skyport.services.firmwareUpdates;
@@ -76,6 +77,10 @@ test('a whole update: offered at hello, sent in chunks, checked, applied; counte
       'spark/status "auto-update"', 'spark/flash/status "started "', 'spark/flash/status "success "',
     ]);
     assert.deepEqual(await updates().counts(product.id), [{ version: 2, state: 'succeeded', count: 1 }]);
+    const metrics = await scrape(server.url);
+    assert.ok(sample(metrics, 'skyport_firmware_bytes_sent_total') >= image.length);
+    assert.ok(sample(metrics, 'skyport_firmware_updates_total', 'outcome="succeeded"') >= 1);
+    assert.equal(sample(metrics, 'skyport_firmware_transfers_in_progress'), 0);
   } finally {
     stream.close();
     await device.close();
