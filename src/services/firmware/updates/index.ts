@@ -116,7 +116,8 @@ export function createFirmwareUpdates(deps: {
       }
       const running = how.hello?.firmwareVersion ?? device.firmwareVersion;
       const newest = how.first ? await settleReturn(device.newest, running) : device.newest;
-      if (transfers.has(deviceId)) return;
+      // Only a product's devices are given firmware.
+      if (transfers.has(deviceId) || device.productId === null) return;
       const target = await deps.source.targetFor(deviceId);
       if (!target) return;
       const step = nextStep({ target: target.version, running, enabled, forced: device.updatesForced, newest, released: how.released === true });
