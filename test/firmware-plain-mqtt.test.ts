@@ -21,7 +21,7 @@ after(async () => { await server.close(); });
 type Json = Record<string, unknown>;
 
 /** A plain device: connected, subscribed to everything the cloud sends it, recording it. */
-async function plainDevice(who: Identity, hello: Json) {
+async function plainDevice(who: Identity, hello: Json, subscribe = `devices/${who.id}/cloud/#`) {
   const c = await mqtt.connectAsync(server.mqttUrl, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 0 });
   const messages: Array<{ topic: string; payload: Buffer }> = [];
   const waiting: Array<() => void> = [];
@@ -29,7 +29,7 @@ async function plainDevice(who: Identity, hello: Json) {
     messages.push({ topic, payload });
     for (const w of waiting.splice(0)) w();
   });
-  await c.subscribeAsync(`devices/${who.id}/cloud/#`, { qos: 1 });
+  await c.subscribeAsync(subscribe, { qos: 1 });
   await c.publishAsync(`devices/${who.id}/hello`, JSON.stringify(hello), { qos: 1 });
   /** The next message on `leaf` (after `from`, an index into `messages`). */
   const next = async (leaf: string, from = 0): Promise<{ at: number; payload: Buffer }> => {
@@ -181,5 +181,20 @@ test('what the cloud refuses on the firmware topics is answered on cloud/error, 
   assert.equal(rows[0]?.e, false);
   // Still connected and answered.
   assert.equal(dev.c.connected, true);
+  await dev.c.endAsync();
+});
+
+test('a device not subscribed to the firmware topics is not sent anything: its update fails at once, not_subscribed', async () => {
+  const { token } = await signUp(server.url);
+  const product = await newProduct(server.url, token);
+  const who = await provision(server.url, token, product.id);
+  firmware.target([who.id], product.id, 2, moduleBinary(product.id, 2, 10_000));
+  const dev = await plainDevice(who, { firmware_version: 1 }, `devices/${who.id}/cloud/call`);
+  const failed = await eventually(async () => {
+    const s = await server.skyport.services.firmwareUpdates.stateOf(who.id);
+    return s?.state === 'failed' ? s : undefined;
+  });
+  assert.deepEqual({ error: failed.error, bytesSent: failed.bytesSent, startedAt: failed.startedAt }, { error: 'not_subscribed', bytesSent: 0, startedAt: null });
+  assert.equal(server.skyport.services.firmwareUpdates.inProgress(), 0);
   await dev.c.endAsync();
 });

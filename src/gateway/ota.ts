@@ -38,11 +38,12 @@ export class SessionOtaLink {
     return max - PUBLISH_OVERHEAD - this.chunkTopic.length - (this.s.version === 5 ? 1 : 0) - CHUNK_HEADER_BYTES;
   }
 
-  begin(offer: OtaBegin): boolean {
-    const topic = cloudTopic(this.deviceId, 'ota/begin');
-    if (!this.open || !subscriptionFor(this.s, topic) || !subscriptionFor(this.s, this.chunkTopic.toString())) return false;
-    publishToDevice(this.s, topic, offer);
-    return true;
+  get subscribed(): boolean {
+    return subscriptionFor(this.s, cloudTopic(this.deviceId, 'ota/begin')) !== undefined && subscriptionFor(this.s, this.chunkTopic.toString()) !== undefined;
+  }
+
+  begin(offer: OtaBegin): void {
+    if (this.open) publishToDevice(this.s, cloudTopic(this.deviceId, 'ota/begin'), offer);
   }
 
   chunk(id: string, offset: number, bytes: Buffer): boolean {

@@ -58,8 +58,8 @@ function fakeLink(room = Infinity, chunkLimit = Infinity) {
   let drained: () => void = () => undefined;
   let left = room;
   const link: OtaLink = {
-    open: true, chunkLimit,
-    begin: () => true,
+    open: true, chunkLimit, subscribed: true,
+    begin: () => undefined,
     chunk: (_id, offset, bytes) => { chunks.push({ offset, bytes }); left -= 1; return left > 0; },
     writable: () => new Promise<void>((resolve) => { drained = () => { left = room; resolve(); }; }),
     onClose: () => undefined,

@@ -71,6 +71,12 @@ export function createUpdateRecords(deps: { repo: FirmwareUpdatesRepository; clo
       if (why === 'disabled') emit(deviceId, EVENTS.pending, 'true');
     },
 
+    /** The update cannot start on this device (nothing was sent): failed. */
+    async refused(deviceId: string, newest: UpdateRecord | null, target: FirmwareTarget, error: string): Promise<void> {
+      await write(fresh(deviceId, target), 'failed', { error, rolloutId: sameUpdate(newest, target)?.rolloutId ?? null });
+      announceFailure(deviceId);
+    },
+
     /** A transfer starts (or resumes after a cut, keeping what was sent so far). */
     async downloading(deviceId: string, newest: UpdateRecord | null, target: FirmwareTarget): Promise<UpdateRecord> {
       const same = sameUpdate(newest, target);

@@ -9,8 +9,10 @@ export interface OtaLink {
   readonly open: boolean;
   /** The largest chunk that fits the device's packet limit (MQTT 5 CONNECT), or Infinity. */
   readonly chunkLimit: number;
-  /** Publishes the offer; false when the device is not subscribed to the firmware topics. */
-  begin(offer: OtaBegin): boolean;
+  /** Whether the device is subscribed to the firmware topics (the offer and the chunks). */
+  readonly subscribed: boolean;
+  /** Publishes the offer. */
+  begin(offer: OtaBegin): void;
   /** Writes one chunk (a view of the image); false when the socket's buffer is full: wait for writable(). */
   chunk(id: string, offset: number, bytes: Buffer): boolean;
   /** Resolves once the socket has drained, or the connection closed. */

@@ -85,19 +85,20 @@ export function createNodeTransfers(deps: {
       deps.log().error({ product: a.target.productId, version: a.target.version, device: a.deviceId }, 'firmware image does not match its release (SHA-256 or size); not sent');
       return end(a);
     }
+    if (!a.link.subscribed) {
+      // Not subscribed to the firmware topics: this device cannot take updates over MQTT.
+      end(a);
+      return deps.records.refused(a.deviceId, newest, a.target, FAILURES.notSubscribed);
+    }
     const record = await deps.records.downloading(a.deviceId, newest, a.target);
     a.record = record;
     if (a.ended) return;
     const transfer = new Transfer(deps.secrets.token(6, 'base64url'), image.bytes, a.link, deps.clock.nowMs(), (n) => { a.sent += n; deps.sent(n); });
     a.transfer = transfer;
-    const offered = a.link.begin({
+    a.link.begin({
       id: transfer.id, version: a.target.version, size: a.target.size, sha256: a.target.sha256, chunk_size: transfer.chunkSize,
       window: transfer.window, signature: a.target.signature?.toString('base64') ?? null, forced: a.forced,
     });
-    if (offered) return;
-    // Not subscribed to the firmware topics: this device cannot take updates over MQTT.
-    end(a);
-    settle('a failure', a, deps.records.failed(record, FAILURES.notSubscribed));
   }
 
   function onMessage(deviceId: string, message: OtaMessage): Refusal | null {
