@@ -306,3 +306,24 @@ test('simulated devices fail the shares of updates they are told to: refused, ch
     await Promise.all(sim.devices.map((d) => d.close()));
   }
 });
+
+test('a standard release reaches connected devices at their next connection; an intelligent one at once', async () => {
+  const { product, devices: [later, now] } = await fleet(2);
+  const a = sdkDevice(later!, 50);
+  const b = sdkDevice(now!, 50);
+  try {
+    await Promise.all([a.connect(), b.connect()]);
+    // Their hellos were looked at before there was anything to offer.
+    await Promise.all([later!, now!].map((w) => updates().settled(w.id)));
+    firmware.target([later!.id, now!.id], product.id, 51, moduleBinary(product.id, 51, 20_000));
+    firmware.released(server.skyport.bus, product.id, [later!.id], false);
+    // The sentinel: an intelligent release for the other device, taken at once.
+    firmware.released(server.skyport.bus, product.id, [now!.id], true);
+    await stateOf(now!.id, 'succeeded');
+    assert.equal(await updates().stateOf(later!.id), null, 'nothing offered before its next connection');
+    await a.restart();
+    await stateOf(later!.id, 'succeeded');
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});

@@ -23,11 +23,14 @@ export interface FirmwareUpdate extends FirmwareOffer {
   apply(firmwareVersion?: number): Promise<void>;
 }
 
-/** The product's Ed25519 public key: a KeyObject, PEM text, the raw 32 bytes, or DER (SPKI). */
+/**
+ * The product's Ed25519 public key: a KeyObject, PEM text, base64 of its raw 32 bytes (as the
+ * product's signing key answers `public_key_base64`), the raw 32 bytes, or DER (SPKI).
+ */
 export type FirmwareKey = KeyObject | string | Buffer;
 
 export function firmwareKeyOf(key: FirmwareKey): KeyObject {
-  if (typeof key === 'string') return createPublicKey(key);
+  if (typeof key === 'string') return key.trim().startsWith('-----BEGIN') ? createPublicKey(key) : firmwareKeyOf(Buffer.from(key.trim(), 'base64'));
   if (Buffer.isBuffer(key)) {
     return key.length === 32
       ? createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: key.toString('base64url') }, format: 'jwk' })

@@ -47,9 +47,9 @@ export function testFirmware() {
       for (const id of devices) targets.set(id, target);
       return target;
     },
-    /** The product firmware's notice that what devices should run changed. */
-    released(bus: Bus, productId: number, deviceIds?: string[]): void {
-      bus.notify(RELEASED_TOPIC, deviceIds ? { productId, deviceIds } : { productId });
+    /** The product firmware's notice that what devices should run changed (`immediate`: at once, not at their next connection). */
+    released(bus: Bus, productId: number, deviceIds: string[] | null = null, immediate = true): void {
+      bus.notify(RELEASED_TOPIC, { productId, deviceIds, immediate, cause: 'release' });
     },
   };
 }

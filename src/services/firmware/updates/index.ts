@@ -17,7 +17,11 @@ export type { FirmwareSource, FirmwareTarget } from './source.js';
 export type { FirmwareLinks } from './transfers.js';
 export type { OtaLink } from './transfer.js';
 
-/** The bus notice of the product firmware: what some of a product's devices should run changed. */
+/**
+ * The bus notice of the product firmware: what some of a product's devices should run changed.
+ * `{productId, deviceIds (null: all), immediate}`: `immediate` false leaves connected devices to
+ * their next connection (Particle's standard release).
+ */
 export const RELEASED_TOPIC = 'firmware.released';
 
 /** Idle images a node keeps for the next devices of a release (in use ones stay whatever their size). */
@@ -140,15 +144,22 @@ export function createFirmwareUpdates(deps: {
 
   const considered = (what: string, deviceId: string) => (err: unknown) => log().warn({ err, device: deviceId }, `firmware update: ${what} failed`);
 
+  // Devices held here that a release named without `immediate`: their next `hello` counts as released.
+  const named = new Set<string>();
+
   const unlisten = deps.bus.listen(RELEASED_TOPIC, (payload) => {
-    const notice = payload as { productId?: unknown; deviceIds?: unknown };
+    const notice = payload as { productId?: unknown; deviceIds?: unknown; immediate?: unknown };
     if (!Number.isInteger(notice.productId)) {
       log().warn({ notice }, 'bad firmware release notice ignored');
       return;
     }
-    const named = Array.isArray(notice.deviceIds) ? new Set(notice.deviceIds) : null;
+    const only = Array.isArray(notice.deviceIds) ? new Set(notice.deviceIds) : null;
     for (const id of deps.links.heldIn(notice.productId as number)) {
-      if (!named || named.has(id)) void consider(id, { released: true }).catch(considered('a release', id));
+      if (only && !only.has(id)) continue;
+      // A standard release reaches devices at their next connection; an intelligent one (a lock
+      // with flash, forced updates) at once.
+      if (notice.immediate === false) named.add(id);
+      else void consider(id, { released: true }).catch(considered('a release', id));
     }
   });
 
@@ -164,7 +175,8 @@ export function createFirmwareUpdates(deps: {
   return {
     /** A device connected here said `hello` (`first`: the first of its connection, after a restart). */
     onHello(deviceId: string, hello: Hello, first: boolean): void {
-      void consider(deviceId, { hello, first }).catch(considered('a hello', deviceId));
+      const released = named.delete(deviceId);
+      void consider(deviceId, { hello, first, released }).catch(considered('a hello', deviceId));
     },
 
     /** What the device said about a transfer (`ota/…`); a refusal is answered on `cloud/error`. */
@@ -182,6 +194,9 @@ export function createFirmwareUpdates(deps: {
      * may: each expired update is failed by one statement, once.
      */
     sweep,
+
+    /** Resolves once what was queued for the device here (a `hello`, a release) has been looked at. */
+    settled: (deviceId: string): Promise<void> => turns.run(deviceId, async () => undefined),
 
     /** Transfers running on this node now. */
     inProgress: (): number => transfers.size,
