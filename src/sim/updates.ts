@@ -56,12 +56,15 @@ export function simulateUpdates(device: Device, failures: UpdateFailures, tally:
     tally.refused += 1;
     return false;
   });
+  // The module's product version, read once per image (the check reads it, the update applies it).
+  const versions = new Map<string, number | null>();
   device.onFirmwareCheck(async (image, offer) => {
-    if (fateOf(offer.sha256) === 'check' || (await productVersionOf(image)) === null) {
-      tally.checkFailed += 1;
-      return fateOf(offer.sha256) === 'check' ? 'check_failed' : 'bad_module';
-    }
-    return null;
+    const version = await productVersionOf(image);
+    versions.set(offer.sha256, version);
+    const fate = fateOf(offer.sha256);
+    if (fate !== 'check' && version !== null) return null;
+    tally.checkFailed += 1;
+    return fate === 'check' ? 'check_failed' : 'bad_module';
   });
   device.onFirmwareUpdate(async (update) => {
     const fate = fateOf(update.sha256);
@@ -75,6 +78,6 @@ export function simulateUpdates(device: Device, failures: UpdateFailures, tally:
       return device.restart();
     }
     tally.applied += 1;
-    return update.apply((await productVersionOf(update.image)) ?? update.version);
+    return update.apply(versions.get(update.sha256) ?? update.version);
   });
 }
