@@ -82,6 +82,8 @@ export function createFirmwareUpdates(deps: {
     },
   });
 
+  const considered = (what: string, deviceId: string) => (err: unknown) => log().warn({ err, device: deviceId }, `firmware update: ${what} failed`);
+
   /** Stores whether the device takes updates; its owner hears of a change. */
   async function stance(deviceId: string, enabled: boolean): Promise<void> {
     if (!(await stances.add({ id: deviceId, enabled }))) return;
@@ -96,7 +98,7 @@ export function createFirmwareUpdates(deps: {
       queue.delete(id);
       if (!deps.links.holds(id)) continue;
       draining += 1;
-      void consider(id, {}).finally(() => {
+      void consider(id, {}).catch(considered('a queued update', id)).finally(() => {
         draining -= 1;
         drain();
       });
@@ -141,8 +143,6 @@ export function createFirmwareUpdates(deps: {
     else await records.failed(newest, FAILURES.oldVersion);
     return { ...newest, state: outcome };
   }
-
-  const considered = (what: string, deviceId: string) => (err: unknown) => log().warn({ err, device: deviceId }, `firmware update: ${what} failed`);
 
   // Devices held here that a release named without `immediate`: their next `hello` counts as released.
   const named = new Set<string>();
