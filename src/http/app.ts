@@ -32,7 +32,7 @@ import type { RateLimits } from '../services/rate-limits/index.js';
 import type { Metrics } from '../platform/metrics.js';
 import { consoleBuilt, consolePages } from './console.js';
 import { noSniff } from './security-headers.js';
-import { lazyChildLogger, loggerOptions } from './logging.js';
+import { lazyChildLogger, loggerOptions, logRequests } from './logging.js';
 import { ErrorBody } from './schemas.js';
 import { proxyTrust } from '../platform/proxies.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
@@ -89,7 +89,10 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     frameworkErrors: frameworkError,
     childLoggerFactory: lazyChildLogger,
+    // One line per request instead of Fastify's two (logging.ts, logRequests).
+    disableRequestLogging: true,
   });
+  logRequests(app);
 
   // Request bodies are validated as sent: a JSON number is not a string. Query strings and
   // path parameters are text by nature, so those are coerced to the declared types.
