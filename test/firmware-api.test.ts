@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw, type RawResponse } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
+import { newProduct, rejection, signUp } from './helpers/fixtures.js';
 import { provision } from './helpers/device.js';
 import { eventually } from './helpers/eventually.js';
 import { firmwareBinary, reportVersion, upload, uploaded } from './helpers/firmware.js';
@@ -13,8 +13,8 @@ import type { CloudEvent } from '../src/bus/bus.js';
 /**
  * Product firmware (docs/firmware.md): uploads and the module checks, what is refused and why,
  * releases and their events and notices, which version each device is given (each of Particle's
- * rules), locks, forced updates, the impact of a change, and the signing key. Groups:
- * test/groups-api.test.ts; particle-api-js: test/firmware-particle.test.ts.
+ * rules), locks, forced updates, the impact of a change, the signing key, and particle-api-js's
+ * calls unchanged. Groups: test/groups-api.test.ts.
  */
 let server: TestServer;
 const events: CloudEvent[] = [];
@@ -316,5 +316,49 @@ describe('signing key', () => {
     await ok(call('DELETE', `${t.base}/firmware/signing-key`, t.token), 204);
     await refused(call('DELETE', `${t.base}/firmware/signing-key`, t.token), 404, 'not_found');
     await ok(upload(server.url, t.token, t.product.id, firmwareBinary(t.product.id, 3), { version: '3' }), 201);
+  });
+});
+
+describe('particle-api-js', () => {
+  test('uploads, lists, gets, edits, downloads and releases firmware, locks and unlocks a device, updates it, and lists the fleet by group', async () => {
+    const { api, token } = await signUp(server.url);
+    const product = await newProduct(server.url, token);
+    const base = `/v1/products/${product.id}`;
+    const image = firmwareBinary(product.id, 1);
+    const made = await api.uploadProductFirmware({ file: image, version: 1, title: 'Blinky', description: 'first', product: product.id, auth: token });
+    assert.equal(made.statusCode, 201);
+    assert.deepEqual([made.body.version, made.body.title, made.body.size, made.body.current], [1, 'Blinky', image.length, false]);
+    const list = await api.listProductFirmware({ product: product.id, auth: token });
+    assert.deepEqual(list.body.map((f: { version: number }) => f.version), [1]);
+    for (const key of ['version', 'title', 'description', 'size', 'device_count', 'current', 'uploaded_at']) assert.ok(key in list.body[0], `ProductFirmwareInfo.${key}`);
+    const one = await api.getProductFirmware({ version: 1, product: product.slug, auth: token });
+    assert.equal(one.body.description, 'first');
+    const edited = await api.updateProductFirmware({ version: 1, title: 'Blinky 1', description: 'renamed', product: product.id, auth: token });
+    assert.deepEqual([edited.body.title, edited.body.description], ['Blinky 1', 'renamed']);
+    const bytes = await api.downloadProductFirmware({ version: 1, product: product.id, auth: token });
+    assert.ok(Buffer.from(bytes).equals(image), 'the binary as uploaded');
+
+    const d = await provision(server.url, token, product.id);
+    const released = await api.releaseProductFirmware({ version: 1, product: product.id, auth: token });
+    assert.deepEqual([released.body.product_default, released.body.warnings.length], [true, 1], 'a version alone: the product default, with Skyport\'s warning');
+    const lock = await api.lockDeviceProductFirmware({ deviceId: d.id, desiredFirmwareVersion: 1, flash: true, product: product.id, auth: token });
+    assert.equal(lock.body.desired_firmware_version, 1);
+    assert.equal((await ok(call('GET', `${base}/devices/${d.id}`, token))).json.targeted_firmware_release_version, 1);
+    const unlock = await api.unlockDeviceProductFirmware({ deviceId: d.id, product: product.id, auth: token });
+    assert.equal(unlock.body.desired_firmware_version, null);
+    const updated = await api.updateDevice({ deviceId: d.id, name: 'lamp-1', notes: 'hall', development: true, product: product.id, auth: token });
+    assert.deepEqual([updated.body.name, updated.body.notes, updated.body.development], ['lamp-1', 'hall', true]);
+
+    await ok(call('PUT', `${base}/devices/${d.id}`, token, { groups: ['hall'] }));
+    await provision(server.url, token, product.id);
+    const byGroup = await api.listDevices({ product: product.id, groups: ['hall'], auth: token });
+    assert.deepEqual(byGroup.body.devices.map((x: { id: string; groups: string[] }) => [x.id, x.groups]), [[d.id, ['hall']]]);
+    const all = await api.listDevices({ product: product.id, auth: token });
+    assert.equal(all.body.devices.length, 2);
+
+    const dup = await rejection(api.uploadProductFirmware({ file: image, version: 1, title: 'again', product: product.id, auth: token }));
+    assert.equal(dup.statusCode, 409);
+    const bad = await rejection(api.uploadProductFirmware({ file: firmwareBinary(product.id, 3), version: 2, title: 'mismatch', product: product.id, auth: token }));
+    assert.deepEqual([bad.statusCode, bad.body.reason], [400, 'product_version']);
   });
 });
