@@ -2,11 +2,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { raw, type RawResponse } from './helpers/http.js';
+import { raw } from './helpers/http.js';
 import { newProduct, rejection, signUp } from './helpers/fixtures.js';
 import { provision } from './helpers/device.js';
 import { eventually } from './helpers/eventually.js';
-import { firmwareBinary, reportVersion, upload, uploaded } from './helpers/firmware.js';
+import { apiCalls, firmwareBinary, reportVersion, upload, uploaded } from './helpers/firmware.js';
 import { FIRMWARE_RELEASED, type FirmwareReleased } from '../src/services/firmware/index.js';
 import type { CloudEvent } from '../src/bus/bus.js';
 
@@ -26,26 +26,7 @@ before(async () => {
 });
 after(async () => { await server.close(); });
 
-const call = (method: string, path: string, token: string, json?: unknown): Promise<RawResponse> =>
-  raw(`${server.url}${path}`, { method, token, ...(json === undefined ? {} : { json }) });
-async function ok(r: Promise<RawResponse>, status = 200): Promise<RawResponse> {
-  const res = await r;
-  assert.equal(res.status, status, res.text);
-  return res;
-}
-async function refused(r: Promise<RawResponse>, status: number, error: string, text?: RegExp): Promise<RawResponse> {
-  const res = await r;
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.json.error, error, res.text);
-  if (text) assert.match(res.json.error_description, text);
-  return res;
-}
-
-async function team() {
-  const { token, username } = await signUp(server.url);
-  const product = await newProduct(server.url, token);
-  return { token, username, product, base: `/v1/products/${product.id}` };
-}
+const { call, ok, refused, team } = apiCalls(() => server);
 
 /** The target a device's view shows, and the one the node holding it is given. */
 async function targetOf(t: { token: string; base: string }, id: string): Promise<[number | null, number | null]> {
@@ -317,6 +298,19 @@ describe('signing key', () => {
     await refused(call('DELETE', `${t.base}/firmware/signing-key`, t.token), 404, 'not_found');
     await ok(upload(server.url, t.token, t.product.id, firmwareBinary(t.product.id, 3), { version: '3' }), 201);
   });
+});
+
+test('a product with firmware, releases, groups, members and a key is deleted whole', async () => {
+  const t = await team();
+  await uploaded(server.url, t.token, t.product.id, 1);
+  const d = await provision(server.url, t.token, t.product.id);
+  await ok(call('PUT', `${t.base}/devices/${d.id}`, t.token, { groups: ['g'], desired_firmware_version: 1 }));
+  await ok(call('PUT', `${t.base}/firmware/release`, t.token, { version: 1, product_default: true, groups: ['g'] }));
+  await ok(call('PUT', `${t.base}/firmware/signing-key`, t.token, { public_key: generateKeyPairSync('ed25519').publicKey.export({ format: 'pem', type: 'spki' }).toString() }));
+  await ok(call('DELETE', t.base, t.token), 204);
+  assert.equal(await server.skyport.services.firmware.targets.targetFor(d.id), null);
+  const left = await server.skyport.db.query<{ n: number | string }>('SELECT (SELECT count(*) FROM product_firmware WHERE product_id = $1) + (SELECT count(*) FROM device_groups WHERE product_id = $1) AS n', [t.product.id]);
+  assert.equal(Number(left[0]?.n), 0);
 });
 
 describe('particle-api-js', () => {

@@ -2,10 +2,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw, type RawResponse } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
 import { provision } from './helpers/device.js';
 import { eventually } from './helpers/eventually.js';
-import { uploaded } from './helpers/firmware.js';
+import { apiCalls, uploaded } from './helpers/firmware.js';
 import { FIRMWARE_RELEASED, type FirmwareReleased } from '../src/services/firmware/index.js';
 
 /**
@@ -21,25 +20,7 @@ before(async () => {
 });
 after(async () => { await server.close(); });
 
-const call = (method: string, path: string, token: string, json?: unknown): Promise<RawResponse> =>
-  raw(`${server.url}${path}`, { method, token, ...(json === undefined ? {} : { json }) });
-async function ok(r: Promise<RawResponse>, status = 200): Promise<RawResponse> {
-  const res = await r;
-  assert.equal(res.status, status, res.text);
-  return res;
-}
-async function refused(r: Promise<RawResponse>, status: number, error: string, text?: RegExp): Promise<void> {
-  const res = await r;
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.json.error, error, res.text);
-  if (text) assert.match(res.json.error_description, text);
-}
-
-async function team() {
-  const { token } = await signUp(server.url);
-  const product = await newProduct(server.url, token);
-  return { token, product, base: `/v1/products/${product.id}` };
-}
+const { call, ok, refused, team } = apiCalls(() => server);
 
 const names = (r: RawResponse) => (r.json.groups as Array<{ name: string }>).map((g) => g.name);
 const fleetIds = async (t: { token: string; base: string }, query: string) =>

@@ -128,8 +128,8 @@ export interface Impact { total: number; by_version: Array<{ version: number; to
 
 /**
  * How many devices a change would update, by the version they run now (0: none reported): those
- * whose target changes to a version they do not run. A device whose target stays, or is taken
- * away, is not updated (nothing is rolled back by itself).
+ * whose target changes to a version they do not run. A device whose target stays, or which is
+ * left with none, keeps what it runs.
  */
 export function impactOf(changes: ReadonlyArray<{ count: number; running: number | null; before: TargetingFacts; after: TargetingFacts }>): Impact {
   const byVersion = new Map<number, number>();

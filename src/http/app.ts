@@ -48,7 +48,8 @@ import { productWebhookRoutes, webhookRoutes } from './routes/webhooks.routes.js
 import type { Webhooks } from '../services/webhooks/index.js';
 import { firmwareRoutes } from './routes/firmware.routes.js';
 import { groupRoutes } from './routes/groups.routes.js';
-import { FirmwareView, GroupView } from './routes/firmware.schemas.js';
+import { FirmwareViewSchema } from '../services/firmware/images.js';
+import { GroupViewSchema } from '../services/firmware/groups.js';
 import type { Firmware } from '../services/firmware/index.js';
 
 export interface HttpDeps {
@@ -172,8 +173,8 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   eventRoutes(app, { events: deps.events, devices: deps.devices.access, streams, guard });
   webhookRoutes(app, { webhooks: deps.webhooks, devices: deps.devices.access, guard, publicUrl: deps.settings.publicUrl });
   // Shared schemas of the product scope's routes, named in the OpenAPI document.
-  app.addSchema(FirmwareView);
-  app.addSchema(GroupView);
+  app.addSchema(FirmwareViewSchema);
+  app.addSchema(GroupViewSchema);
   // Everything under /v1/products/:productIdOrSlug: the product is resolved once per request.
   productScope(app, deps.products, (scope) => {
     productTeamRoutes(scope, { products: deps.products, guard });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import mqtt from 'mqtt';
 import reader from 'binary-version-reader';
 import { raw, type RawResponse } from './http.js';
+import { newProduct, signUp } from './fixtures.js';
 import type { Identity } from './device.js';
 import { eventually } from './eventually.js';
 
@@ -41,4 +42,30 @@ export async function reportVersion(url: string, mqttUrl: string, token: string,
     return r.json?.firmware_version === version ? true : undefined;
   }, 5000, `device ${who.id} reported version ${version}`);
   await client.endAsync();
+}
+
+/** The calls the firmware and group tests make: a JSON request with a token, and what its answer must be. */
+export function apiCalls(server: () => { url: string }) {
+  const call = (method: string, path: string, token: string, json?: unknown): Promise<RawResponse> =>
+    raw(`${server().url}${path}`, { method, token, ...(json === undefined ? {} : { json }) });
+  async function ok(r: Promise<RawResponse>, status = 200): Promise<RawResponse> {
+    const res = await r;
+    assert.equal(res.status, status, res.text);
+    return res;
+  }
+  /** A refusal with its status, its `error` and, when given, what its description says. */
+  async function refused(r: Promise<RawResponse>, status: number, error: string, text?: RegExp): Promise<RawResponse> {
+    const res = await r;
+    assert.equal(res.status, status, res.text);
+    assert.equal(res.json.error, error, res.text);
+    if (text) assert.match(res.json.error_description, text);
+    return res;
+  }
+  /** A user and a product of theirs. */
+  async function team() {
+    const { token, username } = await signUp(server().url);
+    const product = await newProduct(server().url, token);
+    return { token, username, product, base: `/v1/products/${product.id}` };
+  }
+  return { call, ok, refused, team };
 }

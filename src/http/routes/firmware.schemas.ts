@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_FIRMWARE_VERSION } from '../../domain/firmware.js';
-import { Str, orNull } from '../schemas.js';
+import { FirmwareViewSchema } from '../../services/firmware/images.js';
+import { Str } from '../schemas.js';
 
 /** JSON Schemas of the firmware and group routes (docs/firmware.md); they serialize the answers and feed /v1/openapi.json. */
 
@@ -12,19 +13,9 @@ export const P = Type.Object({ productIdOrSlug: Str(100) });
 export const PV = Type.Object({ productIdOrSlug: Str(100), version: Type.Integer({ minimum: 1, maximum: MAX_FIRMWARE_VERSION }) });
 export const PG = Type.Object({ productIdOrSlug: Str(100), groupName: Str(64) });
 
-export const FirmwareView = Type.Object({
-  version: I, title: S, description: S, name: Type.String({ description: 'The uploaded file\'s name' }), size: I,
-  sha256: Type.String({ description: 'SHA-256 of the whole image, hex' }), platform_id: I, product_id: I,
-  device_count: Type.Integer({ description: 'Devices of the product running this version now' }),
-  current: Type.Boolean({ description: 'Particle\'s older name for product_default' }), product_default: B,
-  groups: Type.Array(S, { description: 'The groups it is released to' }), intelligent: B, released_at: orNull(S),
-  signed: Type.Boolean({ description: 'Whether the image carries a signature' }), uploaded_at: S, uploaded_on: S,
-  uploaded_by: Type.Object({ username: orNull(S), kind: S, id: S }), updated_at: S,
-}, { $id: 'ProductFirmware' });
-
 export const FirmwareRef = Type.Ref('ProductFirmware');
 
-export const ReleaseAnswer = Type.Object({ ...FirmwareView.properties, warnings: Type.Array(S, { description: 'What Skyport allows where Particle refuses (a version no device runs yet)' }) });
+export const ReleaseAnswer = Type.Object({ ...FirmwareViewSchema.properties, warnings: Type.Array(S, { description: 'What Skyport allows where Particle refuses (a version no device runs yet)' }) });
 
 export const ReleaseBody = Type.Object({
   version: Type.Union([Type.Integer(), Str(5)]),
@@ -59,9 +50,6 @@ export const ImpactQuery = Type.Object({
   access_token: Type.Optional(Str(200)),
 });
 
-export const GroupView = Type.Object({
-  name: S, description: S, color: orNull(S), fw_version: orNull(I), device_count: I, created_at: S, updated_at: S,
-}, { $id: 'DeviceGroup' });
 const GroupRef = Type.Ref('DeviceGroup');
 export const OneGroup = Type.Object({ group: GroupRef });
 export const GroupList = Type.Object({ groups: Type.Array(GroupRef) });

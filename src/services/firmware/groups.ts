@@ -1,3 +1,4 @@
+import { Type, type Static } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import { MAX_DESCRIPTION_LENGTH, parseGroupNames, validateColor, validateGroupName, validateText } from '../../domain/firmware.js';
 import type { Clock } from '../../platform/clock.js';
@@ -10,16 +11,13 @@ import type { AuditService } from '../audit.service.js';
 import type { Actor } from './shared.js';
 import type { Targets } from './targets.js';
 
-/** A group as Particle answers it (`fw_version`: the version released to it), with Skyport's times. */
-export interface GroupView {
-  name: string;
-  description: string;
-  color: string | null;
-  fw_version: number | null;
-  device_count: number;
-  created_at: string;
-  updated_at: string;
-}
+/** A group as Particle answers it (`fw_version`: the version released to it), with Skyport's times (schema `DeviceGroup`). */
+export const GroupViewSchema = Type.Object({
+  name: Type.String(), description: Type.String(), color: Type.Unsafe<string | null>({ type: 'string', nullable: true }),
+  fw_version: Type.Unsafe<number | null>({ type: 'integer', nullable: true }), device_count: Type.Integer(), created_at: Type.String(), updated_at: Type.String(),
+}, { $id: 'DeviceGroup' });
+
+export type GroupView = Static<typeof GroupViewSchema>;
 
 export const groupView = (g: GroupRecord): GroupView => ({
   name: g.name, description: g.description, color: g.color, fw_version: g.firmwareVersion, device_count: g.deviceCount,

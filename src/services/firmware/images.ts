@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { Type, type Static, type TString } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import { MAX_DESCRIPTION_LENGTH, MAX_TITLE_LENGTH, parseFirmwareVersion, validateText } from '../../domain/firmware.js';
 import type { Clock } from '../../platform/clock.js';
@@ -13,28 +14,27 @@ import { parseSignature, verifies } from './signing.js';
 /** The username of an account by its id (undefined when it is gone). */
 export type UserNames = (id: string) => Promise<string | undefined>;
 
-/** A firmware version as the API answers it: Particle's fields (both spellings of the upload time) and Skyport's. */
-export interface FirmwareView {
-  version: number;
-  title: string;
-  description: string;
-  name: string;
-  size: number;
-  sha256: string;
-  platform_id: number;
-  product_id: number;
-  device_count: number;
-  current: boolean;
-  product_default: boolean;
-  groups: string[];
-  intelligent: boolean;
-  released_at: string | null;
-  signed: boolean;
-  uploaded_at: string;
-  uploaded_on: string;
-  uploaded_by: { username: string | null; kind: string; id: string };
-  updated_at: string;
-}
+const S = Type.String();
+const I = Type.Integer();
+const B = Type.Boolean();
+const orNull = <T extends TString>(t: T) => Type.Unsafe<Static<T> | null>({ ...t, nullable: true });
+
+/**
+ * A firmware version as the API answers it: Particle's fields (both spellings of the upload
+ * time) and Skyport's. It serializes every firmware answer (schema `ProductFirmware`) and is the
+ * type the views are built as.
+ */
+export const FirmwareViewSchema = Type.Object({
+  version: I, title: S, description: S, name: Type.String({ description: 'The uploaded file\'s name' }), size: I,
+  sha256: Type.String({ description: 'SHA-256 of the whole image, hex' }), platform_id: I, product_id: I,
+  device_count: Type.Integer({ description: 'Devices of the product running this version now' }),
+  current: Type.Boolean({ description: 'Particle\'s older name for product_default' }), product_default: B,
+  groups: Type.Array(S, { description: 'The groups it is released to' }), intelligent: B, released_at: orNull(S),
+  signed: Type.Boolean({ description: 'Whether the image carries a signature' }), uploaded_at: S, uploaded_on: S,
+  uploaded_by: Type.Object({ username: orNull(S), kind: S, id: S }), updated_at: S,
+}, { $id: 'ProductFirmware' });
+
+export type FirmwareView = Static<typeof FirmwareViewSchema>;
 
 export interface Upload {
   image: Buffer;
