@@ -20,7 +20,8 @@ let server: TestServer;
 const events: CloudEvent[] = [];
 const notices: FirmwareReleased[] = [];
 before(async () => {
-  server = await startTestServer({ env: { FIRMWARE_MAX_BYTES: '65536' } });
+  // Firmware may be larger than other bodies (BODY_LIMIT_BYTES, 1 MiB).
+  server = await startTestServer({ env: { FIRMWARE_MAX_BYTES: String(2 * 1024 * 1024) } });
   server.skyport.bus.subscribe((e) => { events.push(e); });
   server.skyport.bus.listen(FIRMWARE_RELEASED, (n) => { notices.push(n as FirmwareReleased); });
 });
@@ -101,7 +102,9 @@ describe('images', () => {
       await refused(upload(server.url, t.token, id, firmwareBinary(id, 1), { version }), 400, 'invalid_request', /version must be a whole number/);
     }
     await refused(upload(server.url, t.token, id, firmwareBinary(id, 1), { version: '1', title: 'x'.repeat(101) }), 400, 'invalid_request', /title is at most 100/);
-    await refused(upload(server.url, t.token, id, firmwareBinary(id, 1, { dataSize: 70_000 }), { version: '1' }), 413, 'payload_too_large', /65536 bytes/);
+    await refused(upload(server.url, t.token, id, firmwareBinary(id, 1, { dataSize: 2 * 1024 * 1024 }), { version: '1' }), 413, 'payload_too_large', /2097152 bytes/);
+    const large = firmwareBinary(id, 9, { dataSize: 1536 * 1024 });
+    assert.equal((await ok(upload(server.url, t.token, id, large, { version: '9' }), 201)).json.size, large.length, 'FIRMWARE_MAX_BYTES, not BODY_LIMIT_BYTES, limits a binary');
     const malformed = await raw(`${server.url}${t.base}/firmware`, { method: 'POST', token: t.token, headers: { 'content-type': 'multipart/form-data; boundary=xyz' }, body: '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nabc' });
     assert.ok(malformed.status >= 400 && malformed.status < 500, malformed.text);
     await refused(call('GET', `${t.base}/firmware/abc`, t.token), 400, 'invalid_request');
