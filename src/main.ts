@@ -67,6 +67,9 @@ import { createDeviceConfigStateRepository } from './repositories/device-config-
 import type { Log } from './platform/log.js';
 import { createWebhooksRepository } from './repositories/webhooks.repository.js';
 import { createWebhooks } from './services/webhooks/index.js';
+import { createFirmwareRepository } from './repositories/firmware.repository.js';
+import { createDeviceGroupsRepository } from './repositories/device-groups.repository.js';
+import { createFirmware } from './services/firmware/index.js';
 
 export { VERSION };
 
@@ -150,7 +153,10 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
   const deviceAccess = createDeviceAccess({ repo: devicesRepo, isMember: products.isMemberCached });
   const ownerNames = createOwnerNames({ customers: customersRepo, users, clock });
-  const deviceViews = createDeviceViews({ ownerNames });
+  // Views show each product device's groups and target (firmware is wired below).
+  const deviceViews = createDeviceViews({ ownerNames, firmware: (list) => firmware.targets.describe(list) });
+  // A device's configuration is delivered again once it is a development device (config is wired below).
+  const deviceEdits = createDeviceEdits({ repo: devicesRepo, clock, becameDevelopment: (productId, id) => config.delivery.deviceChanged(productId, id) });
   const devices: Devices = {
     access: deviceAccess,
     views: deviceViews,
@@ -158,8 +164,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     provisioning: createProvisioning({ db, repo: devicesRepo, audit, secrets, clock, views: deviceViews }),
     membership: createFleetMembership({ db, repo: devicesRepo, products: productsRepo, access: deviceAccess, audit }),
     ownership: createOwnership({ db, repo: devicesRepo, products: productsRepo, access: deviceAccess, audit }),
-    // Its configuration is delivered again once it is a development device (config is wired below).
-    edits: createDeviceEdits({ repo: devicesRepo, clock, becameDevelopment: (productId, id) => config.delivery.deviceChanged(productId, id) }),
+    edits: deviceEdits,
   };
   const deviceAuth = createDeviceAuthenticator({ db, repo: devicesRepo, secrets });
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });
@@ -176,6 +181,12 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     metrics: { attempt: (outcome, seconds) => { metrics.webhookAttempts.inc({ outcome }); if (seconds !== null) metrics.webhookLatency.observe(seconds); } },
   });
   const events = createEventService({ bus, clock, enqueue: (e) => webhooks.enqueue(e) });
+  // Product firmware, releases and groups (docs/firmware.md); its events go to the streams and webhooks as the API's do.
+  const firmware = createFirmware({
+    db, repo: createFirmwareRepository(db), groups: createDeviceGroupsRepository(db), bus, clock, audit, edits: deviceEdits,
+    maxBytes: settings.firmwareMaxBytes, userNames: async (id) => (await users.findById(id))?.username,
+    publish: async (e) => { bus.publish(e); await webhooks.enqueue(e); },
+  });
   const config = createConfiguration({
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
     schemas: createConfigSchemasRepository(db), values: createConfigValuesRepository(db), history: createConfigHistoryRepository(db),
@@ -183,7 +194,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     here, observe: (outcome) => metrics.configDeliveries.inc({ outcome }),
     userNames: async (id) => (await users.findById(id))?.username,
   });
-  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo, webhooks };
+  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo, webhooks, firmware };
 }
 
 /**
