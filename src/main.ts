@@ -67,9 +67,11 @@ import { createDeviceConfigStateRepository } from './repositories/device-config-
 import type { Log } from './platform/log.js';
 import { createWebhooksRepository } from './repositories/webhooks.repository.js';
 import { createWebhooks } from './services/webhooks/index.js';
+import { createFirmwareRepository } from './repositories/firmware.repository.js';
+import { createDeviceGroupsRepository } from './repositories/device-groups.repository.js';
+import { createFirmware } from './services/firmware/index.js';
 import { createFirmwareUpdatesRepository } from './repositories/firmware-updates.repository.js';
 import { createFirmwareUpdates, type FirmwareLinks, type FirmwareSource } from './services/firmware/updates/index.js';
-import { noFirmware } from './services/firmware/updates/source.js';
 import type { CloudEvent } from './bus/bus.js';
 
 export { VERSION };
@@ -98,7 +100,7 @@ export interface SkyportOptions {
   bus?: Bus;
   /** Places where tests put something between parts, to order events that races would (never set in production). */
   seams?: Seams;
-  /** Which firmware devices should run, and the images (tests give their own); by default none. */
+  /** Which firmware devices should run, and the images: by default the product firmware's (tests give their own). */
   firmware?: FirmwareSource;
 }
 
@@ -132,7 +134,7 @@ export interface Skyport {
   close(): Promise<void>;
 }
 
-function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics, here: HeldDevices, firmware: { source: FirmwareSource; links: FirmwareLinks }) {
+function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics, here: HeldDevices, updates: { source: FirmwareSource | undefined; links: FirmwareLinks }) {
   const limiter = createFailureLimiter('logins', { bus, clock, settings, log });
   const users = cacheUsers(createUsersRepository(db), caches);
   const audit = createAuditService({ repo: createAuditRepository(db), clock });
@@ -156,7 +158,10 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
   const deviceAccess = createDeviceAccess({ repo: devicesRepo, isMember: products.isMemberCached });
   const ownerNames = createOwnerNames({ customers: customersRepo, users, clock });
-  const deviceViews = createDeviceViews({ ownerNames });
+  // Views show each product device's groups and target (firmware is wired below).
+  const deviceViews = createDeviceViews({ ownerNames, firmware: (list) => firmware.targets.describe(list) });
+  // A device's configuration is delivered again once it is a development device (config is wired below).
+  const deviceEdits = createDeviceEdits({ repo: devicesRepo, clock, becameDevelopment: (productId, id) => config.delivery.deviceChanged(productId, id) });
   const devices: Devices = {
     access: deviceAccess,
     views: deviceViews,
@@ -164,8 +169,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     provisioning: createProvisioning({ db, repo: devicesRepo, audit, secrets, clock, views: deviceViews }),
     membership: createFleetMembership({ db, repo: devicesRepo, products: productsRepo, access: deviceAccess, audit }),
     ownership: createOwnership({ db, repo: devicesRepo, products: productsRepo, access: deviceAccess, audit }),
-    // Its configuration is delivered again once it is a development device (config is wired below).
-    edits: createDeviceEdits({ repo: devicesRepo, clock, becameDevelopment: (productId, id) => config.delivery.deviceChanged(productId, id) }),
+    edits: deviceEdits,
   };
   const deviceAuth = createDeviceAuthenticator({ db, repo: devicesRepo, secrets });
   const claims = createClaimService({ db, repo: claimsRepo, devices: devicesRepo, products: productsRepo, audit, secrets, clock, lifetimeSeconds: settings.claimCodeLifetimeSeconds });
@@ -182,6 +186,13 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     metrics: { attempt: (outcome, seconds) => { metrics.webhookAttempts.inc({ outcome }); if (seconds !== null) metrics.webhookLatency.observe(seconds); } },
   });
   const events = createEventService({ bus, clock, enqueue: (e) => webhooks.enqueue(e) });
+  // The cloud's own events (firmware's): to the streams, and stored for the webhooks that take them.
+  const publish = async (e: CloudEvent) => { bus.publish(e); await webhooks.enqueue(e); };
+  // Product firmware, releases and groups (docs/firmware.md); its events go to the streams and webhooks as the API's do.
+  const firmware = createFirmware({
+    db, repo: createFirmwareRepository(db), groups: createDeviceGroupsRepository(db), bus, clock, audit, edits: deviceEdits,
+    maxBytes: settings.firmwareMaxBytes, userNames: async (id) => (await users.findById(id))?.username, publish,
+  });
   const config = createConfiguration({
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
     schemas: createConfigSchemasRepository(db), values: createConfigValuesRepository(db), history: createConfigHistoryRepository(db),
@@ -189,21 +200,19 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     here, observe: (outcome) => metrics.configDeliveries.inc({ outcome }),
     userNames: async (id) => (await users.findById(id))?.username,
   });
-  // Firmware updates of the devices held here; their events reach streams and webhooks as a device's own.
+  // Firmware updates of the devices held here, of the images the product firmware targets; their
+  // events reach streams and webhooks as a device's own.
   const firmwareUpdates = createFirmwareUpdates({
-    repo: createFirmwareUpdatesRepository(db), source: firmware.source, links: firmware.links, bus, clock, secrets, log,
+    repo: createFirmwareUpdatesRepository(db), source: updates.source ?? firmware.targets, links: updates.links, bus, clock, secrets, log,
     settings: { transfers: settings.firmwareTransfers, timeoutSeconds: settings.firmwareUpdateTimeoutSeconds }, batchWindowMs: windowFor(db.kind),
     metrics: { bytesSent: (n) => metrics.firmwareBytesSent.inc(n), outcome: (outcome) => metrics.firmwareUpdates.inc({ outcome }) },
     changed: (id) => devicesRepo.forget(id),
     emit: async (deviceId, name, data) => {
       const d = await devicesRepo.findById(deviceId);
-      if (!d) return;
-      const event: CloudEvent = { name, data, ttl: 60, private: true, published_at: clock.now().toISOString(), coreid: deviceId, owner: d.owner, productId: d.productId };
-      bus.publish(event);
-      await webhooks.enqueue(event);
+      if (d) await publish({ name, data, ttl: 60, private: true, published_at: clock.now().toISOString(), coreid: deviceId, owner: d.owner, productId: d.productId });
     },
   });
-  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo, webhooks, firmwareUpdates };
+  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo, webhooks, firmware, firmwareUpdates };
 }
 
 /**
@@ -271,7 +280,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     heldIn: (productId) => held.gateway?.heldIn(productId) ?? [],
     link: (id) => held.gateway?.otaLink(id) ?? null,
   };
-  const services = wireServices(settings, db, store, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here, { source: options.firmware ?? noFirmware, links });
+  const services = wireServices(settings, db, store, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here, { source: options.firmware, links });
   // Per-address limits count across the nodes of a cluster; on one node, in this process alone.
   const rateLimits = createRateLimits({ clock, bus, shared: clustered, leaseSeconds: settings.nodeLeaseSeconds });
   // What the device gateway listens on, once it does; before that, what the settings ask for.

@@ -4,12 +4,13 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { startTestServer, manualClock, email, type TestServer } from './helpers/server.js';
 import mqtt from 'mqtt';
 import { basic, raw, type RawResponse } from './helpers/http.js';
 import { totpNow } from '../src/domain/totp.js';
 import { defaultSchema } from '../src/domain/config/default-schema.js';
+import { firmwareBinary } from './helpers/firmware.js';
 import { CREDENTIALS, MATRIX, matrixOf, renderMatrix, routeKey, type CredentialId, type Outcome, type RouteRule } from './authorization-matrix.table.js';
 
 /*
@@ -37,6 +38,8 @@ after(async () => {
 });
 
 const PASSWORD = 'correct horse battery';
+/** An Ed25519 public key for the signing-key routes. */
+const SIGNING_KEY = generateKeyPairSync('ed25519').publicKey.export({ format: 'pem', type: 'spki' }).toString();
 
 interface User { username: string; password: string; token: string }
 
@@ -68,7 +71,7 @@ interface Fixture {
   tokens: Record<CredentialId, string | undefined>;
 }
 
-async function call(method: string, path: string, init: { token?: string; json?: unknown; form?: Record<string, string>; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+async function call(method: string, path: string, init: { token?: string; json?: unknown; form?: Record<string, string>; headers?: Record<string, string>; body?: string | FormData } = {}): Promise<RawResponse> {
   return raw(`${server.url}${path}`, { method, ...init });
 }
 
@@ -181,6 +184,11 @@ async function buildFixture(): Promise<Fixture> {
   await must(200, call('POST', '/v1/devices', { token: owner.token, json: { id: ownerDevice } }), 'owner claims by id');
 
   const [userHook, productHook] = await Promise.all([newHook(owner.token, '/v1/webhooks'), newHook(owner.token, `/v1/products/${product.id}/webhooks`)]);
+  // Firmware version 1 and a group named "matrix", for the firmware and group routes.
+  await Promise.all([
+    must(201, call('POST', `/v1/products/${product.id}/firmware`, { token: owner.token, body: firmwareForm(product.id, 1) }), 'firmware upload'),
+    must(201, call('POST', `/v1/products/${product.id}/groups`, { token: owner.token, json: { name: 'matrix' } }), 'group'),
+  ]);
   const [expired, revoked] = await Promise.all([login(owner, { expires_in: '60' }), login(owner)]);
   await must(200, call('DELETE', '/v1/access_tokens/current', { token: revoked }), 'revoke');
 
@@ -226,8 +234,8 @@ function userOf(fx: Fixture, cred: CredentialId): User {
 
 interface CellRequest {
   path: string;
-  /** A raw body (send its Content-Type in headers). */
-  body?: string;
+  /** A raw body (send its Content-Type in headers), or a multipart form. */
+  body?: string | FormData;
   json?: unknown;
   form?: Record<string, string>;
   headers?: Record<string, string>;
@@ -265,6 +273,17 @@ function webhookRequests(prefix: string, hook: (fx: Fixture) => { id: string; de
     ...(kind.endsWith('/webhooks') ? { [`POST ${table}/preview`]: (fx: Fixture) => ({ path: `${real(fx)}/preview`, json: { event: 'matrix', url: hookUrl, sample: { data: 'matrix' } } }) } : {}),
   };
 }
+
+/** A firmware upload as particle-api-js sends it: a valid binary of the product's and its version. */
+function firmwareForm(productId: number, version: number): FormData {
+  const form = new FormData();
+  form.append('file', new Blob([firmwareBinary(productId, version)]), 'firmware.bin');
+  form.append('version', String(version));
+  return form;
+}
+
+/** Versions and group names made by cells of the shared fixture, each new. */
+let made = 100;
 
 async function newHookAt(token: string, base: string): Promise<string> {
   return (await must(201, call('POST', base, { token, json: { integration_type: 'Webhook', event: 'matrix', url: hookUrl } }), `webhook at ${base}`)).json.id as string;
@@ -350,6 +369,35 @@ const REQUESTS: Record<string, (fx: Fixture, cred: CredentialId) => CellRequest 
   'PUT /v1/products/{productIdOrSlug}/devices/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}`, json: { notes: 'seen by the matrix' } }),
   'DELETE /v1/products/{productIdOrSlug}/devices/{deviceId}': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}` }),
   'DELETE /v1/products/{productIdOrSlug}/devices/{deviceId}/owner': (fx) => ({ path: `/v1/products/${fx.product.id}/devices/${fx.device}/owner` }),
+
+  'PUT /v1/products/{productIdOrSlug}/devices': (fx) => ({ path: `/v1/products/${fx.product.id}/devices`, json: { action: 'groups', devices: [fx.device], metadata: { add: ['matrix'] } } }),
+  'GET /v1/products/{productIdOrSlug}/firmware': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware` }),
+  'POST /v1/products/{productIdOrSlug}/firmware': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware`, body: firmwareForm(fx.product.id, made++) }),
+  'GET /v1/products/{productIdOrSlug}/firmware/{version}': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/1` }),
+  'PUT /v1/products/{productIdOrSlug}/firmware/{version}': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/1`, json: { title: 'matrix' } }),
+  'DELETE /v1/products/{productIdOrSlug}/firmware/{version}': async (fx) => {
+    const version = made++;
+    await must(201, call('POST', `/v1/products/${fx.product.id}/firmware`, { token: fx.owner.token, body: firmwareForm(fx.product.id, version) }), 'firmware to delete');
+    return { path: `/v1/products/${fx.product.id}/firmware/${version}` };
+  },
+  'GET /v1/products/{productIdOrSlug}/firmware/{version}/binary': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/1/binary` }),
+  'PUT /v1/products/{productIdOrSlug}/firmware/release': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/release`, json: { version: 1, product_default: true } }),
+  'GET /v1/products/{productIdOrSlug}/firmware/signing-key': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/signing-key` }),
+  'PUT /v1/products/{productIdOrSlug}/firmware/signing-key': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/signing-key`, json: { public_key: SIGNING_KEY } }),
+  'DELETE /v1/products/{productIdOrSlug}/firmware/signing-key': async (fx) => {
+    await must(200, call('PUT', `/v1/products/${fx.product.id}/firmware/signing-key`, { token: fx.owner.token, json: { public_key: SIGNING_KEY } }), 'signing key');
+    return { path: `/v1/products/${fx.product.id}/firmware/signing-key` };
+  },
+  'GET /v1/products/{productIdOrSlug}/impact': (fx) => ({ path: `/v1/products/${fx.product.id}/impact?action=edit_groups_for_firmware&firmware_version=1&product_default=true` }),
+  'GET /v1/products/{productIdOrSlug}/groups': (fx) => ({ path: `/v1/products/${fx.product.id}/groups` }),
+  'POST /v1/products/{productIdOrSlug}/groups': (fx) => ({ path: `/v1/products/${fx.product.id}/groups`, json: { name: `made-${made++}` } }),
+  'GET /v1/products/{productIdOrSlug}/groups/{groupName}': (fx) => ({ path: `/v1/products/${fx.product.id}/groups/matrix` }),
+  'PUT /v1/products/{productIdOrSlug}/groups/{groupName}': (fx) => ({ path: `/v1/products/${fx.product.id}/groups/matrix`, json: { description: 'seen by the matrix' } }),
+  'DELETE /v1/products/{productIdOrSlug}/groups/{groupName}': async (fx) => {
+    const name = `gone-${made++}`;
+    await must(201, call('POST', `/v1/products/${fx.product.id}/groups`, { token: fx.owner.token, json: { name } }), 'group to delete');
+    return { path: `/v1/products/${fx.product.id}/groups/${name}` };
+  },
 
   'POST /v1/devices/{deviceId}/{name}': (fx) => ({ path: `/v1/devices/${fx.device}/led`, json: { arg: 'on' } }),
   'GET /v1/devices/{deviceId}/{name}': (fx) => ({ path: `/v1/devices/${fx.device}/temp` }),

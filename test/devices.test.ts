@@ -89,8 +89,9 @@ test('product device changes: development mode, firmware lock, remove from produ
   const id = (await api.provisionDevice({ productId: product.id, auth: token })).body.id as string;
   const dev = await api.markAsDevelopmentDevice({ deviceId: id, product: product.id, auth: token });
   assert.equal(dev.body.development, true);
-  const lock = await api.updateDevice({ deviceId: id, desiredFirmwareVersion: 3, product: product.id, auth: token });
-  assert.equal(lock.body.desired_firmware_version, 3);
+  // A lock names a version the product has (test/firmware-api.test.ts locks to uploaded ones).
+  const lock = await raw(`${server.url}/v1/products/${product.id}/devices/${id}`, { method: 'PUT', token, json: { desired_firmware_version: 3 } });
+  assert.deepEqual([lock.status, lock.json.error_description], [400, 'desired_firmware_version: the product has no firmware version 3; upload it first']);
   const unlock = await raw(`${server.url}/v1/products/${product.id}/devices/${id}`, { method: 'PUT', token, json: { desired_firmware_version: null } });
   assert.equal(unlock.json.desired_firmware_version, null);
   const notes = await api.setDeviceNotes({ deviceId: id, notes: 'blue box', product: product.id, auth: token });

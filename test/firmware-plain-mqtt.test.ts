@@ -6,7 +6,7 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 import { eventually } from './helpers/eventually.js';
 import { provision, type Identity } from './helpers/device.js';
 import { newProduct, signUp } from './helpers/fixtures.js';
-import { moduleBinary, testFirmware } from './helpers/firmware.js';
+import { firmwareBinary, testFirmware } from './helpers/firmware.js';
 
 /**
  * A device written from docs/device-protocol.md ("Firmware updates") alone, with plain mqtt.js:
@@ -76,7 +76,7 @@ test('a plain MQTT device takes an update from the protocol document: cut at 60 
   const { token } = await signUp(server.url);
   const product = await newProduct(server.url, token);
   const who = await provision(server.url, token, product.id);
-  const release = moduleBinary(product.id, 2, 100_000);
+  const release = firmwareBinary(product.id, 2, { dataSize: 100_000 });
   firmware.target([who.id], product.id, 2, release);
 
   const first = await plainDevice(who, { firmware_version: 1, updates_enabled: true });
@@ -116,7 +116,7 @@ test('what the cloud refuses on the firmware topics is answered on cloud/error, 
   const { token } = await signUp(server.url);
   const product = await newProduct(server.url, token);
   const who = await provision(server.url, token, product.id);
-  const release = moduleBinary(product.id, 4, 60_000);
+  const release = firmwareBinary(product.id, 4, { dataSize: 60_000 });
   const dev = await plainDevice(who, { firmware_version: 3 });
   const errors = async (from: number) => JSON.parse((await dev.next('error', from)).payload.toString()) as Json;
 
@@ -188,7 +188,7 @@ test('a device not subscribed to the firmware topics is not sent anything: its u
   const { token } = await signUp(server.url);
   const product = await newProduct(server.url, token);
   const who = await provision(server.url, token, product.id);
-  firmware.target([who.id], product.id, 2, moduleBinary(product.id, 2, 10_000));
+  firmware.target([who.id], product.id, 2, firmwareBinary(product.id, 2, { dataSize: 10_000 }));
   const dev = await plainDevice(who, { firmware_version: 1 }, `devices/${who.id}/cloud/call`);
   const failed = await eventually(async () => {
     const s = await server.skyport.services.firmwareUpdates.stateOf(who.id);

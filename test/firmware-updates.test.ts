@@ -8,7 +8,7 @@ import { engineSchema, newProduct, signUp } from './helpers/fixtures.js';
 import { openEventStream, type EventStream } from './helpers/sse.js';
 import { sample, scrape } from './helpers/metrics.js';
 import { startProxy } from './helpers/proxy.js';
-import { moduleBinary, sha256, signingKeys, testFirmware } from './helpers/firmware.js';
+import { firmwareBinary, sha256, signingKeys, testFirmware } from './helpers/firmware.js';
 import { bind, createDevice, type Device, type DeviceOptions, type FirmwareUpdate } from '../src/sdk/index.js';
 import { productVersionOf } from '../src/sim/module-info.js';
 import { runSimulation } from '../src/sim/simulator.js';
@@ -53,7 +53,7 @@ async function stateOf(id: string, state: string) {
 
 test('a whole update: offered at hello, sent in chunks, checked, applied; counted once the device is back on the new version, with Particle\'s events', async () => {
   const { token, product, devices: [who], stream } = await fleet();
-  const image = moduleBinary(product.id, 2, 50_000);
+  const image = firmwareBinary(product.id, 2, { dataSize: 50_000 });
   firmware.target([who!.id], product.id, 2, image);
   const device = sdkDevice(who!, 1);
   const received: FirmwareUpdate[] = [];
@@ -89,7 +89,7 @@ test('a whole update: offered at hello, sent in chunks, checked, applied; counte
 
 test('a transfer cut at 60 % resumes on the next connection from what the device holds: only the rest is sent', async () => {
   const { product, devices: [who], stream } = await fleet();
-  const image = moduleBinary(product.id, 3, 200_000);
+  const image = firmwareBinary(product.id, 3, { dataSize: 200_000 });
   firmware.target([who!.id], product.id, 3, image);
   const proxy = await startProxy({ host: '127.0.0.1', port: Number(new URL(server.mqttUrl).port) });
   const device = sdkDevice(who!, 2, {}, `mqtt://127.0.0.1:${proxy.port}`);
@@ -126,7 +126,7 @@ test('a device given the product key refuses an image whose signature does not h
   const { product, devices: [good, forged, unsigned], stream } = await fleet(3);
   const keys = signingKeys();
   const other = signingKeys();
-  const image = moduleBinary(product.id, 5, 30_000);
+  const image = firmwareBinary(product.id, 5, { dataSize: 30_000 });
   firmware.target([good!.id], product.id, 5, image, { key: keys.privateKey });
   const applied: string[] = [];
   const devices = [good!, forged!, unsigned!].map((who) => {
@@ -140,8 +140,8 @@ test('a device given the product key refuses an image whose signature does not h
     assert.equal(ok.version, 5);
 
     // The same image, released signed by another key, and unsigned.
-    firmware.target([forged!.id], product.id, 6, moduleBinary(product.id, 6, 30_000), { key: other.privateKey });
-    firmware.target([unsigned!.id], product.id, 7, moduleBinary(product.id, 7, 30_000));
+    firmware.target([forged!.id], product.id, 6, firmwareBinary(product.id, 6, { dataSize: 30_000 }), { key: other.privateKey });
+    firmware.target([unsigned!.id], product.id, 7, firmwareBinary(product.id, 7, { dataSize: 30_000 }));
     const failures: Array<[string, string]> = [];
     devices[1]!.on('firmware-failed', (_o: unknown, error: string) => failures.push([forged!.id, error]));
     devices[2]!.on('firmware-failed', (_o: unknown, error: string) => failures.push([unsigned!.id, error]));
@@ -162,7 +162,7 @@ test('a device given the product key refuses an image whose signature does not h
 
 test('a device back on its old version counts failed and is not offered the version again until a release names it; one that never comes back fails after the time-out', async () => {
   const { product, devices: [reverts, vanishes], stream } = await fleet(2);
-  firmware.target([reverts!.id, vanishes!.id], product.id, 9, moduleBinary(product.id, 9, 20_000));
+  firmware.target([reverts!.id, vanishes!.id], product.id, 9, firmwareBinary(product.id, 9, { dataSize: 20_000 }));
   let reverting = true;
   const a = sdkDevice(reverts!, 8);
   a.onFirmwareUpdate((update) => update.apply(reverting ? 8 : 9));
@@ -207,7 +207,7 @@ test('a device back on its old version counts failed and is not offered the vers
 
 test('updates disabled: the update waits (pending) until the device takes updates again; forced updates go anyway', async () => {
   const { product, devices: [who, forcedWho], stream } = await fleet(2);
-  firmware.target([who!.id, forcedWho!.id], product.id, 11, moduleBinary(product.id, 11, 20_000));
+  firmware.target([who!.id, forcedWho!.id], product.id, 11, firmwareBinary(product.id, 11, { dataSize: 20_000 }));
   const device = sdkDevice(who!, 10, { updatesEnabled: false });
   const enabledOf = async (id: string) => (await server.skyport.db.query<{ e: boolean }>('SELECT firmware_updates_enabled AS e FROM devices WHERE id = $1', [id]))[0]?.e;
   try {
@@ -239,7 +239,7 @@ test('updates disabled: the update waits (pending) until the device takes update
 
 test('many devices take one release: the node reads the image once, runs at most FIRMWARE_TRANSFERS at a time, and the others wait their turn', async () => {
   const { product, devices: whos } = await fleet(5);
-  const image = moduleBinary(product.id, 13, 40_000);
+  const image = firmwareBinary(product.id, 13, { dataSize: 40_000 });
   firmware.target(whos.map((w) => w.id), product.id, 13, image);
   const devices = whos.map((who) => sdkDevice(who, 12));
   let most = 0;
@@ -263,7 +263,7 @@ test('settings scoped to a firmware range follow the device\'s new version at on
   const put = await raw(`${server.url}/v1/products/${product.id}/config`, { method: 'PUT', token, body: JSON.stringify(schema), headers: { 'content-type': 'application/schema+json' } });
   assert.equal(put.status, 200, put.text);
   const who = await provision(server.url, token, product.id);
-  firmware.target([who.id], product.id, 21, moduleBinary(product.id, 21, 20_000));
+  firmware.target([who.id], product.id, 21, firmwareBinary(product.id, 21, { dataSize: 20_000 }));
   const engine = { idle: 0, fastpub: 0, boost: -1 };
   const device = sdkDevice(who, 20);
   await device.configModule('engine', { idle: bind.integer(engine, 'idle'), fastpub: bind.integer(engine, 'fastpub'), boost: bind.integer(engine, 'boost') });
@@ -285,7 +285,7 @@ test('settings scoped to a firmware range follow the device\'s new version at on
 
 test('simulated devices fail the shares of updates they are told to: refused, check failed, never back, back on the old version', async () => {
   const { product, devices: whos } = await fleet(5);
-  firmware.target(whos.map((w) => w.id), product.id, 31, moduleBinary(product.id, 31, 20_000));
+  firmware.target(whos.map((w) => w.id), product.id, 31, firmwareBinary(product.id, 31, { dataSize: 20_000 }));
   const draws = [0.1, 0.3, 0.5, 0.7, 0.9];
   const sim = await runSimulation({
     mqttUrl: server.mqttUrl, identities: whos, firmwareVersion: 30, random: () => draws.shift() ?? 0.99,
@@ -315,7 +315,7 @@ test('a standard release reaches connected devices at their next connection; an 
     await Promise.all([a.connect(), b.connect()]);
     // Their hellos were looked at before there was anything to offer.
     await Promise.all([later!, now!].map((w) => updates().settled(w.id)));
-    firmware.target([later!.id, now!.id], product.id, 51, moduleBinary(product.id, 51, 20_000));
+    firmware.target([later!.id, now!.id], product.id, 51, firmwareBinary(product.id, 51, { dataSize: 20_000 }));
     firmware.released(server.skyport.bus, product.id, [later!.id], false);
     // The sentinel: an intelligent release for the other device, taken at once.
     firmware.released(server.skyport.bus, product.id, [now!.id], true);

@@ -130,7 +130,16 @@ test('no secret reaches the log, while request ids do', async () => {
   }
   for (const id of requestIds) assert.ok(lines.some((l) => l.reqId === id), `request ${id} is in the log`);
   assert.ok(captured.includes('[redacted]'), 'URLs that carried a secret show where it was');
-  const urls = lines.map((l) => (l.req as { url?: string } | undefined)?.url).filter((u): u is string => typeof u === 'string');
+  // One line per request, once answered: method, route pattern, scrubbed path, status, time, id.
+  const requests = lines.filter((l) => l.msg === 'request');
+  for (const id of requestIds) assert.equal(requests.filter((l) => l.reqId === id).length, 1, `one line for request ${id}`);
+  for (const l of requests) {
+    assert.equal(typeof l.method, 'string');
+    assert.equal(typeof l.status, 'number');
+    assert.equal(typeof l.ms, 'number');
+  }
+  assert.ok(requests.some((l) => l.method === 'PUT' && l.route === '/v1/user' && l.status === 200), 'the route is its pattern');
+  const urls = requests.map((l) => l.url).filter((u): u is string => typeof u === 'string');
   assert.ok(urls.includes('/v1/user?access_token=[redacted]'));
   assert.ok(urls.includes('/v1/access_tokens/[redacted]'));
 });

@@ -170,6 +170,10 @@ describe('a receiver that fails', () => {
     assert.ok(wait >= 8000 && wait <= 12_000, `first retry after ${wait} ms`);
     clock.advance(12_000);
     await eventually(() => (at('/retry').length === 2 ? true : undefined), 15_000);
+    // The second attempt is recorded (its next time set from the clock at its answer) before time moves on.
+    const second = await eventually(async () => ((await deliveries(w))[0]?.attempts === 2 ? (await deliveries(w))[0] : undefined), 15_000);
+    const wait2 = second.nextAt.getTime() - clock.nowMs();
+    assert.ok(wait2 >= 48_000 && wait2 <= 72_000, `second retry after ${wait2} ms`);
     clock.advance(72_000);
     await eventually(() => (at('/retry').length === 3 ? true : undefined), 15_000);
     const done = await eventually(async () => ((await deliveries(w))[0]?.status === 'delivered' ? (await deliveries(w))[0] : undefined), 15_000);
@@ -179,6 +183,45 @@ describe('a receiver that fails', () => {
     assert.equal(new Set(at('/retry').map((r) => r.headers['webhook-id'])).size, 1);
     assert.deepEqual(await hooks().manage.counts(w), { delivered: 1, failed: 2, skipped: 0, pending: 0 });
     receiver.answer({ status: 200, body: 'ok' });
+  });
+
+  test('a receiver back after failures gets what failed meanwhile at once, not at the step of the schedule', async () => {
+    const { webhook: w } = await webhook({ event: 'back', url: `${receiver.url}/back` });
+    let up = false;
+    receiver.answer((r) => (r.url === '/back' && !up ? { status: 503 } : { status: 200 }));
+    const { d } = await device();
+    await d.publish('back', '1');
+    await d.publish('back', '2');
+    await eventually(async () => ((await deliveries(w)).filter((x) => x.attempts === 1 && x.status === 'pending').length === 2 ? true : undefined), 15_000);
+    up = true;
+    // A new event delivered: the webhook fails no more, and the two that wait for their retry
+    // (10 s away on a clock that does not move here) go now.
+    await d.publish('back', '3');
+    const done = await eventually(async () => {
+      const all = await deliveries(w);
+      return all.length === 3 && all.every((x) => x.status === 'delivered') ? all : undefined;
+    }, 15_000);
+    assert.deepEqual(done.map((x) => x.attempts).sort(), [1, 2, 2]);
+    receiver.answer({ status: 200, body: 'ok' });
+  });
+
+  test('a batch of attempts in which one delivery was deleted meanwhile records the others', async () => {
+    const repo = createWebhooksRepository(server.skyport.db);
+    const { webhook: kept } = await webhook({ event: 'kept', url: `${receiver.url}/kept` });
+    const { webhook: gone } = await webhook({ event: 'gone', url: `${receiver.url}/gone` });
+    const now = clock.now();
+    const event = { name: 'x', data: null, coreid: 'api', published_at: now.toISOString(), productId, owner: null };
+    await repo.insertDeliveries([{ id: 'msg_kept_batch', webhookId: kept.id, event, createdAt: now, lease: null }, { id: 'msg_gone_batch', webhookId: gone.id, event, createdAt: now, lease: null }]);
+    await hooks().manage.remove(gone, actor);
+    const attempt = (id: string, webhookId: string) => ({
+      attempt: { deliveryId: id, webhookId, n: 1, at: now, outcome: 'delivered' as const, status: 200, latencyMs: 1, answer: null, error: null },
+      delivery: { status: 'delivered' as const, attempts: 1, skipped: 0, nextAt: now, finishedAt: now },
+    });
+    await repo.recordAttempts([attempt('msg_gone_batch', gone.id), attempt('msg_kept_batch', kept.id)]);
+    const [row] = await repo.deliveries(kept.id, { limit: 5 });
+    assert.equal(row?.status, 'delivered');
+    assert.deepEqual(row?.log.map((a) => a.outcome), ['delivered']);
+    await hooks().manage.remove(kept, actor);
   });
 
   test('429 with Retry-After is honoured; a time-out is a failed attempt', async () => {
@@ -228,8 +271,8 @@ describe('a receiver that fails', () => {
     const failed = async (n: number) => eventually(async () => ((await hooks().manage.counts(w)).failed >= n ? true : undefined));
     await d.publish('dying', '1');
     await failed(1);
-    const since = (await hooks().manage.find(w.id))?.failingSince;
-    assert.ok(since, 'failing since the first failure');
+    // Marked failing once the attempt is recorded, in a write of its own just after.
+    await eventually(async () => (await hooks().manage.find(w.id))?.failingSince ?? undefined);
     clock.advance(4 * 86400_000);
     await d.publish('dying', '2');
     await failed(2);

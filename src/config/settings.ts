@@ -52,6 +52,8 @@ export interface Settings {
   readonly webhookConcurrency: number;
   readonly webhookHostConcurrency: number;
   readonly webhookTimeoutSeconds: number;
+  /** The largest product firmware image an upload takes. */
+  readonly firmwareMaxBytes: number;
   readonly firmwareTransfers: number;
   readonly firmwareUpdateTimeoutSeconds: number;
 }
@@ -295,6 +297,11 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'webhookTimeoutSeconds', env: 'WEBHOOK_TIMEOUT_SECONDS', flag: '--webhook-timeout-seconds', default: '20', doc: 'How long a webhook request may take, from connecting to the end of the answer, before the attempt counts as failed (20 s, as Particle).', parse: integer(1, 120) },
   { key: 'webhookConcurrency', env: 'WEBHOOK_CONCURRENCY', flag: '--webhook-concurrency', default: '256', doc: 'Webhook deliveries one node sends at once, at most.', parse: integer(1, 10000) },
   { key: 'webhookHostConcurrency', env: 'WEBHOOK_HOST_CONCURRENCY', flag: '--webhook-host-concurrency', default: '32', doc: 'Webhook deliveries one node sends to one destination host at once, at most: a slow host cannot take every slot.', parse: integer(1, 1000) },
+  {
+    key: 'firmwareMaxBytes', env: 'FIRMWARE_MAX_BYTES', flag: '--firmware-max-bytes', default: '8388608',
+    doc: 'Largest product firmware binary an upload takes (8 MiB; a Device OS application is at most a few hundred KiB); larger uploads answer 413 (docs/firmware.md, "Limits"). Images are stored whole in the store, once per version.',
+    parse: integer(1024, 64 * 1024 * 1024),
+  },
   {
     key: 'firmwareTransfers', env: 'FIRMWARE_TRANSFERS', flag: '--firmware-transfers', default: '256',
     doc: 'Firmware transfers one node runs at once, at most; devices beyond it wait (their update `pending`) and start as transfers end (docs/device-protocol.md, "Firmware updates").',

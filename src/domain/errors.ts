@@ -45,6 +45,10 @@ export const ERRORS = {
   invalid_schema: { status: 422, wire: 'Invalid Schema', summary: 'The configuration schema was refused; `violations` lists each problem with a JSON pointer.' },
   device_rejected_configuration: { status: 400, summary: 'The connected device refused part of the configuration; `results` gives each module with its status and the device\'s code.' },
   invalid_configuration: { status: 400, summary: 'Configuration values were refused (types, bounds, unknown modules or keys, scope rules, or a module too large for a device); `violations` lists each with a JSON pointer, and nothing was changed.' },
+  // Product firmware (docs/firmware.md)
+  invalid_firmware: { status: 400, summary: 'The firmware binary was refused: not a module, its CRC-32 does not hold, not application firmware, or its platform, product id or product version is not the product\'s or the one given; `reason` names the check.' },
+  invalid_signature: { status: 400, summary: 'The product has a firmware signing key and the image\'s signature is missing, malformed, or not verified by the key; or the key itself is not an Ed25519 public key.' },
+  firmware_in_use: { status: 409, summary: 'The firmware version cannot be deleted: it has been released, or devices are locked to it.' },
   payload_too_large: { status: 413, summary: 'The request body is larger than the server accepts.' },
   unsupported_media_type: { status: 415, summary: 'The Content-Type is not one this endpoint accepts.' },
   // Cluster roles (docs/operations.md, "Roles")

@@ -32,7 +32,7 @@ import type { RateLimits } from '../services/rate-limits/index.js';
 import type { Metrics } from '../platform/metrics.js';
 import { consoleBuilt, consolePages } from './console.js';
 import { noSniff } from './security-headers.js';
-import { lazyChildLogger, loggerOptions } from './logging.js';
+import { lazyChildLogger, loggerOptions, logRequests } from './logging.js';
 import { ErrorBody } from './schemas.js';
 import { proxyTrust } from '../platform/proxies.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
@@ -46,6 +46,11 @@ import { productRoutes, productTeamRoutes } from './routes/products.routes.js';
 import { customerRoutes } from './routes/customers.routes.js';
 import { productWebhookRoutes, webhookRoutes } from './routes/webhooks.routes.js';
 import type { Webhooks } from '../services/webhooks/index.js';
+import { firmwareRoutes } from './routes/firmware.routes.js';
+import { groupRoutes } from './routes/groups.routes.js';
+import { FirmwareViewSchema } from '../services/firmware/images.js';
+import { GroupViewSchema } from '../services/firmware/groups.js';
+import type { Firmware } from '../services/firmware/index.js';
 
 export interface HttpDeps {
   settings: Settings;
@@ -63,6 +68,7 @@ export interface HttpDeps {
   events: EventService;
   config: Configuration;
   webhooks: Webhooks;
+  firmware: Firmware;
   /** What GET /healthz checks and reports. */
   health: HealthDeps;
   metrics: Metrics;
@@ -89,7 +95,10 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     frameworkErrors: frameworkError,
     childLoggerFactory: lazyChildLogger,
+    // One line per request instead of Fastify's two (logging.ts, logRequests).
+    disableRequestLogging: true,
   });
+  logRequests(app);
 
   // Request bodies are validated as sent: a JSON number is not a string. Query strings and
   // path parameters are text by nature, so those are coerced to the declared types.
@@ -166,16 +175,21 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   const streams = eventStreams(app, deps.events, deps.settings.eventsKeepaliveSeconds, limits.openStream);
   eventRoutes(app, { events: deps.events, devices: deps.devices.access, streams, guard });
   webhookRoutes(app, { webhooks: deps.webhooks, devices: deps.devices.access, guard, publicUrl: deps.settings.publicUrl });
+  // Shared schemas of the product scope's routes, named in the OpenAPI document.
+  app.addSchema(FirmwareViewSchema);
+  app.addSchema(GroupViewSchema);
   // Everything under /v1/products/:productIdOrSlug: the product is resolved once per request.
   productScope(app, deps.products, (scope) => {
     productTeamRoutes(scope, { products: deps.products, guard });
     productClientRoutes(scope, { clients: deps.clients, guard });
     customerRoutes(scope, { customers: deps.customers, clients: deps.clients, products: deps.products, guard });
-    productDeviceRoutes(scope, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, guard });
+    productDeviceRoutes(scope, { devices: deps.devices, deviceCalls: deps.deviceCalls, claims: deps.claims, firmware: deps.firmware, guard });
     productDeviceCallRoutes(scope, { devices: deps.devices.access, deviceCalls: deps.deviceCalls, guard });
     productEventRoutes(scope, { events: deps.events, devices: deps.devices.access, streams, guard });
     configRoutes(scope, { config: deps.config, devices: deps.devices.access, guard });
     productWebhookRoutes(scope, { webhooks: deps.webhooks, devices: deps.devices.access, guard, publicUrl: deps.settings.publicUrl });
+    firmwareRoutes(scope, { firmware: deps.firmware, guard });
+    groupRoutes(scope, { firmware: deps.firmware, guard });
   });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

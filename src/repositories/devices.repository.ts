@@ -16,6 +16,9 @@ export interface DeviceRecord {
   owner: DeviceOwner | null;
   development: boolean;
   desiredFirmwareVersion: number | null;
+  /** Whether the device takes firmware updates now (its `hello` says), and whether the product forces them anyway. */
+  firmwareUpdatesEnabled: boolean;
+  firmwareUpdatesForced: boolean;
   serialNumber: string | null;
   online: boolean;
   lastHeard: Date | null;
@@ -32,7 +35,7 @@ export interface DeviceRecord {
 interface Row {
   id: string; secret_hash: string; name: string | null; notes: string | null; platform_id: number; product_id: number | string | null;
   owner_kind: 'user' | 'customer' | null; owner_id: string | null; development: boolean; desired_firmware_version: number | null;
-  serial_number: string | null; online: boolean; last_heard: Date | null; last_handshake_at: Date | null; last_ip_address: string | null;
+  firmware_updates_enabled: boolean; firmware_updates_forced: boolean; serial_number: string | null; online: boolean; last_heard: Date | null; last_handshake_at: Date | null; last_ip_address: string | null;
   system_firmware_version: string | null; firmware_version: number | null; functions: string[]; variables: Record<string, string>;
   created_at: Date; updated_at: Date;
 }
@@ -42,7 +45,7 @@ export type ListedDevice = Omit<DeviceRecord, 'secretHash' | 'createdAt' | 'upda
 
 /** Columns named, so that hot statements can be prepared (storage/db.ts). */
 const LISTED_COLUMNS = ['id', 'name', 'notes', 'platform_id', 'product_id', 'owner_kind', 'owner_id', 'development',
-  'desired_firmware_version', 'serial_number', 'online', 'last_heard', 'last_handshake_at', 'last_ip_address', 'system_firmware_version',
+  'desired_firmware_version', 'firmware_updates_enabled', 'firmware_updates_forced', 'serial_number', 'online', 'last_heard', 'last_handshake_at', 'last_ip_address', 'system_firmware_version',
   'firmware_version', 'functions', 'variables'].join(', ');
 const COLUMNS = `${LISTED_COLUMNS}, secret_hash, created_at, updated_at`;
 
@@ -57,6 +60,8 @@ const toListed = (r: Omit<Row, 'secret_hash' | 'created_at' | 'updated_at'>): Li
   owner: r.owner_kind && r.owner_id ? { kind: r.owner_kind, id: r.owner_id } : null,
   development: r.development,
   desiredFirmwareVersion: r.desired_firmware_version,
+  firmwareUpdatesEnabled: r.firmware_updates_enabled,
+  firmwareUpdatesForced: r.firmware_updates_forced,
   serialNumber: r.serial_number,
   online: r.online,
   lastHeard: date(r.last_heard),
@@ -87,6 +92,8 @@ export const toScope = (r: ScopeRow): DeviceScope => ({
 export interface FleetQuery {
   idPrefix?: string | undefined;
   name?: string | undefined;
+  /** Devices in any of these groups of the product (names). */
+  groups?: readonly string[] | undefined;
   sort: SortColumn;
   descending: boolean;
   limit: number;
@@ -177,6 +184,10 @@ export function createDevicesRepository(db: Queryable) {
         where.push(`d.id >= $${params.length - 1} AND d.id < $${params.length}`);
       }
       if (f.name) { params.push(f.name.toLowerCase()); where.push(`lower(d.name) = $${params.length}`); }
+      if (f.groups && f.groups.length > 0) {
+        params.push(f.groups);
+        where.push(`EXISTS (SELECT 1 FROM device_group_members m JOIN device_groups g ON g.id = m.group_id WHERE m.device_id = d.id AND g.product_id = $1 AND g.name = ANY($${params.length}::text[]))`);
+      }
       const filtered = params.length > 1;
       const order = f.sort === 'id' ? `d.id ${f.descending ? 'DESC' : 'ASC'}` : `d.${f.sort} ${f.descending ? 'DESC' : 'ASC'} NULLS LAST, d.id`;
       // Prepared: the text depends only on which filters and which order, never on values.
@@ -248,7 +259,7 @@ export function createDevicesRepository(db: Queryable) {
       return rows.map(toScope);
     },
 
-    async update(id: string, change: { name?: string; notes?: string | null; development?: boolean; desiredFirmwareVersion?: number | null }, at: Date, q: Queryable = db): Promise<DeviceRecord | undefined> {
+    async update(id: string, change: { name?: string; notes?: string | null; development?: boolean; desiredFirmwareVersion?: number | null; firmwareUpdatesForced?: boolean }, at: Date, q: Queryable = db): Promise<DeviceRecord | undefined> {
       const sets: string[] = [];
       const params: unknown[] = [id];
       const set = (col: string, v: unknown) => { params.push(v); sets.push(`${col} = $${params.length}`); };
@@ -259,6 +270,7 @@ export function createDevicesRepository(db: Queryable) {
       // winning until the next fleet change clears the flag.
       if (change.development === true) sets.push('config_own_wins = true');
       if (change.desiredFirmwareVersion !== undefined) set('desired_firmware_version', change.desiredFirmwareVersion);
+      if (change.firmwareUpdatesForced !== undefined) set('firmware_updates_forced', change.firmwareUpdatesForced);
       set('updated_at', at);
       const rows = await q.query<Row>(`UPDATE devices SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, params);
       return rows[0] && toDevice(rows[0]);

@@ -203,24 +203,44 @@ export function createWebhooksRepository(db: Queryable) {
     },
 
     /** Records attempts and the deliveries' new states in one transaction's statements. */
+    /**
+     * A batch of attempts and their deliveries' next states in one statement (a data-modifying
+     * `WITH`): atomic by itself, so a batch costs one round trip, not a transaction's four
+     * (docs/benchmarks.md, "Webhooks"). Only the deliveries still stored take their attempts: one
+     * whose webhook was deleted meanwhile (its deliveries with it) must not fail the whole batch
+     * on the attempts' foreign key. The UPDATE locks the rows it settles, so they stay until the
+     * INSERT has referenced them.
+     */
     async recordAttempts(outcomes: AttemptOutcome[], q: Queryable = db): Promise<void> {
       if (outcomes.length === 0) return;
       const a = outcomes.map((o) => o.attempt);
+      const d = outcomes.map((o) => o.delivery);
       await q.query(
-        `INSERT INTO webhook_attempts (delivery_id, n, webhook_id, at, outcome, status, latency_ms, answer, error)
+        `WITH settled AS (
+           UPDATE webhook_deliveries AS t SET status = u.status, attempts = u.attempts, skipped = u.skipped, next_at = u.next_at, finished_at = u.finished_at,
+             lease_node = NULL, lease_until = NULL
+           FROM unnest($1::text[], $10::text[], $11::int[], $12::int[], $13::timestamptz[], $14::timestamptz[]) AS u(id, status, attempts, skipped, next_at, finished_at)
+           WHERE t.id = u.id
+           RETURNING t.id)
+         INSERT INTO webhook_attempts (delivery_id, n, webhook_id, at, outcome, status, latency_ms, answer, error)
          SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::int[], $8::text[], $9::text[])
+           AS x(delivery_id, n, webhook_id, at, outcome, status, latency_ms, answer, error)
+         WHERE x.delivery_id IN (SELECT id FROM settled)
          ON CONFLICT DO NOTHING`,
         [a.map((x) => x.deliveryId), a.map((x) => x.n), a.map((x) => x.webhookId), a.map((x) => x.at.toISOString()), a.map((x) => x.outcome),
-          a.map((x) => x.status), a.map((x) => x.latencyMs), a.map((x) => x.answer), a.map((x) => x.error)],
+          a.map((x) => x.status), a.map((x) => x.latencyMs), a.map((x) => x.answer), a.map((x) => x.error),
+          d.map((x) => x.status), d.map((x) => x.attempts), d.map((x) => x.skipped), d.map((x) => x.nextAt.toISOString()), d.map((x) => x.finishedAt?.toISOString() ?? null)],
+        { prepare: true },
       );
-      const d = outcomes.map((o) => ({ id: o.attempt.deliveryId, ...o.delivery }));
-      await q.query(
-        `UPDATE webhook_deliveries AS t SET status = u.status, attempts = u.attempts, skipped = u.skipped, next_at = u.next_at, finished_at = u.finished_at,
-           lease_node = NULL, lease_until = NULL
-         FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::timestamptz[], $6::timestamptz[]) AS u(id, status, attempts, skipped, next_at, finished_at)
-         WHERE t.id = u.id`,
-        [d.map((x) => x.id), d.map((x) => x.status), d.map((x) => x.attempts), d.map((x) => x.skipped), d.map((x) => x.nextAt.toISOString()), d.map((x) => x.finishedAt?.toISOString() ?? null)],
+    },
+
+    /** A webhook's pending deliveries, waiting for their step of the schedule, due now (its receiver answers again). */
+    async dueNow(webhookId: string, now: Date): Promise<number> {
+      const rows = await db.query<{ n: number }>(
+        "WITH due AS (UPDATE webhook_deliveries SET next_at = $2 WHERE webhook_id = $1 AND status = 'pending' AND next_at > $2 RETURNING 1) SELECT count(*)::int AS n FROM due",
+        [webhookId, now],
       );
+      return rows[0]?.n ?? 0;
     },
 
     /** Hands deliveries held by a node back (it stops): due again at once, for whichever node takes them. */

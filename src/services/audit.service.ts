@@ -18,7 +18,9 @@ export type AuditType =
   | 'customer.created' | 'customer.login_failed' | 'customer.password_changed' | 'customer.deleted'
   | 'device.provisioned' | 'device.imported' | 'device.removed' | 'device.claimed' | 'device.unclaimed' | 'claim_code.created'
   | 'config.schema_replaced' | 'config.schema_restored'
-  | 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.secret_rotated' | 'webhook.disabled';
+  | 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.secret_rotated' | 'webhook.disabled'
+  | 'firmware.uploaded' | 'firmware.deleted' | 'firmware.released' | 'firmware.signing_key_set' | 'firmware.signing_key_removed'
+  | 'group.created' | 'group.updated' | 'group.deleted' | 'device.groups_changed';
 
 export interface AuditInput {
   account: { kind: AuditEvent['accountKind']; id: string };

@@ -7,7 +7,7 @@ import { newProduct, signUp } from '../helpers/fixtures.js';
 import { provision } from '../helpers/device.js';
 import { eventually } from '../helpers/eventually.js';
 import { sample, scrape } from '../helpers/metrics.js';
-import { moduleBinary, testFirmware } from '../helpers/firmware.js';
+import { firmwareBinary, testFirmware } from '../helpers/firmware.js';
 import { createDevice } from '../../src/sdk/index.js';
 
 /**
@@ -58,7 +58,7 @@ test('the node holding the device sends its update, whichever node announced the
   const before = await Promise.all([A, B, C].map(bytesSent));
   try {
     await device.connect();
-    const image = moduleBinary(product.id, 2, 60_000);
+    const image = firmwareBinary(product.id, 2, { dataSize: 60_000 });
     firmware.target([who.id], product.id, 2, image);
     firmware.released(C.skyport.bus, product.id);
     await eventually(async () => ((await C.skyport.services.firmwareUpdates.stateOf(who.id))?.state === 'succeeded' ? true : undefined), 10_000, 'succeeded');
@@ -78,7 +78,7 @@ test('a device that reconnects to another node mid-transfer resumes there: the s
   const who = await provision(A.url, token, product.id);
   const lb = await balancer(A);
   const device = createDevice({ url: lb.url, id: who.id, secret: who.secret, firmwareVersion: 4, reconnect: { minMs: 20, maxMs: 100 } });
-  const image = moduleBinary(product.id, 5, 300_000);
+  const image = firmwareBinary(product.id, 5, { dataSize: 300_000 });
   firmware.target([who.id], product.id, 5, image);
   let heldAtCut = 0;
   device.on('firmware-progress', (_o: unknown, held: number) => {

@@ -8,7 +8,7 @@ import { eventually } from '../helpers/eventually.js';
 import { provision, type Identity } from '../helpers/device.js';
 import { newProduct, signUp } from '../helpers/fixtures.js';
 import { spawnSkyport } from '../helpers/cli.js';
-import { moduleBinary, testFirmware } from '../helpers/firmware.js';
+import { firmwareBinary, testFirmware } from '../helpers/firmware.js';
 
 /** `skyport sim` taking firmware updates: applied by the module's product version, refused on purpose, or disabled. */
 const firmware = testFirmware();
@@ -51,7 +51,7 @@ async function simUntil(file: string, ids: string[], state: string, extra: strin
 test('sim devices apply any image by the product version in its module suffix, and say what they did when they stop', async () => {
   const { product, list, file } = await devices(3);
   // The release is version 7, and the binary says 7 in its suffix.
-  firmware.target(list.map((d) => d.id), product.id, 7, moduleBinary(product.id, 7, 30_000));
+  firmware.target(list.map((d) => d.id), product.id, 7, firmwareBinary(product.id, 7, { dataSize: 30_000 }));
   const run = await simUntil(file, list.map((d) => d.id), 'succeeded', ['--json']);
   assert.equal(run.code, 0, run.err);
   const lines = run.out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -61,14 +61,14 @@ test('sim devices apply any image by the product version in its module suffix, a
 
 test('sim devices fail the share of updates they are told to, and start with updates disabled when asked', async () => {
   const { product, list, file } = await devices(2);
-  firmware.target(list.map((d) => d.id), product.id, 8, moduleBinary(product.id, 8, 20_000));
+  firmware.target(list.map((d) => d.id), product.id, 8, firmwareBinary(product.id, 8, { dataSize: 20_000 }));
   const refused = await simUntil(file, list.map((d) => d.id), 'failed', ['--fail-updates', 'refuse=1']);
   assert.equal(refused.code, 0, refused.err);
   assert.match(refused.out, /^firmware +2 offered, 0 applied, 2 refused, 0 check failed, 0 vanished, 0 reverted$/m);
   for (const d of list) assert.equal((await server.skyport.services.firmwareUpdates.stateOf(d.id))?.error, 'refused');
 
   const other = await devices(1);
-  firmware.target(other.list.map((d) => d.id), other.product.id, 8, moduleBinary(other.product.id, 8, 20_000));
+  firmware.target(other.list.map((d) => d.id), other.product.id, 8, firmwareBinary(other.product.id, 8, { dataSize: 20_000 }));
   const disabled = await simUntil(other.file, other.list.map((d) => d.id), 'pending', ['--updates-disabled']);
   assert.equal(disabled.code, 0, disabled.err);
   const bad = spawnSkyport(['sim', '--credentials', file, '--mqtt-url', server.mqttUrl, '--fail-updates', 'refuse=2'], {});

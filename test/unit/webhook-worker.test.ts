@@ -2,7 +2,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { systemClock } from '../../src/platform/clock.js';
 import type { AttemptOutcome, DeliveryRecord, WebhookRecord, WebhooksRepository } from '../../src/repositories/webhooks.repository.js';
-import type { Db } from '../../src/storage/db.js';
 import { createHosts } from '../../src/services/webhooks/hosts.js';
 import { createWebhookIndex } from '../../src/services/webhooks/matching.js';
 import type { OutgoingRequest } from '../../src/services/webhooks/request.js';
@@ -34,7 +33,7 @@ function delivery(webhookId: string): DeliveryRecord {
 }
 
 /** A receiver per host that answers when told to; a store whose writes of attempts wait until let go. */
-function harness(options: { concurrency: number; hostConcurrency: number }, hooks: WebhookRecord[]) {
+function harness(options: { concurrency: number; hostConcurrency: number; stored?: DeliveryRecord[] }, hooks: WebhookRecord[]) {
   const index = createWebhookIndex();
   index.replace(hooks);
   const sent: OutgoingRequest[] = [];
@@ -54,12 +53,12 @@ function harness(options: { concurrency: number; hostConcurrency: number }, hook
       await storeGate;
       recorded.push(...outcomes);
     },
-    claimDue: async () => [],
+    // Due deliveries in the store, handed out up to each poll's room.
+    claimDue: async (_node: string, _now: Date, _until: Date, limit: number) => (options.stored ?? []).splice(0, limit),
     release: async () => undefined,
   } as unknown as WebhooksRepository;
-  const db = { transaction: <T>(work: (tx: unknown) => Promise<T>) => work({}) } as unknown as Db;
   const worker = createWorker({
-    db, repo, index, sender, hosts: createHosts({ concurrency: options.hostConcurrency, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 }), clock: systemClock,
+    repo, index, sender, hosts: createHosts({ concurrency: options.hostConcurrency, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 }), clock: systemClock,
     log: () => quiet, node: 'n1', leaseMs: 60_000, concurrency: options.concurrency, pollMs: 60_000,
     context: async (d) => ({ id: d.id, name: d.event.name, data: d.event.data, coreid: d.event.coreid, published_at: d.event.published_at, productId: 1, ownerName: null, firmwareVersion: null }),
     publish: () => undefined,
@@ -143,4 +142,19 @@ test('a store that records slowly slows sending down: at most four times the nod
   await h.worker.stop(5000);
   assert.equal(h.sent.length, 20);
   assert.equal(h.recorded.length, 20);
+});
+
+test('a backlog in the store drains at the sending rate: a poll that filled its room is followed by another as soon as there is room', async () => {
+  const w = webhook('w1', 'https://one.example/hook');
+  const stored = Array.from({ length: 50 }, () => delivery(w.id));
+  // One poll a minute: without polling again at once, 8 of the 50 (twice the bound) would go before the next.
+  const h = harness({ concurrency: 4, hostConcurrency: 4, stored }, [w]);
+  h.worker.start();
+  for (let i = 0; i < 40 && h.sent.length < 50; i++) {
+    await turns();
+    h.answerAll();
+  }
+  await h.worker.stop(5000);
+  assert.equal(stored.length, 0, 'every stored delivery was taken');
+  assert.equal(h.sent.length, 50);
 });

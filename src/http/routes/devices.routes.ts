@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import { parseIdList } from '../../domain/devices.js';
-import { pageMeta } from '../../domain/paging.js';
 import type { ClaimService } from '../../services/claims.service.js';
 import type { Devices } from '../../services/devices/index.js';
 import { DeviceViewSchema } from '../../services/devices/view.js';
@@ -11,6 +10,8 @@ import type { DeviceRecord } from '../../repositories/devices.repository.js';
 import type { DeviceCallService } from '../../services/device-calls.service.js';
 import type { ProductService } from '../../services/products.service.js';
 import { authOf, type Guard } from '../auth.js';
+import { accountOf } from '../../services/audit-account.js';
+import type { Firmware } from '../../services/firmware/index.js';
 import { productOf } from '../product-scope.js';
 import { Flag, NoContent, Str, bodyOptional, errorResponses } from '../schemas.js';
 
@@ -23,6 +24,9 @@ const DeviceChange = Type.Object({
   notes: Type.Optional(Type.Union([Str(1000), Type.Null()])),
   development: Type.Optional(Flag),
   desired_firmware_version: Type.Optional(Type.Union([Type.Integer(), Str(12), Type.Null()])),
+  flash: Type.Optional(Flag),
+  firmware_updates_forced: Type.Optional(Flag),
+  groups: Type.Optional(Type.Union([Type.Array(Str(64), { maxItems: 1000 }), Str(64)])),
   signal: Type.Optional(Type.Union([Str(5), Type.Integer(), Type.Boolean()])),
   access_token: Type.Optional(Str(200)),
 }, { additionalProperties: true });
@@ -39,9 +43,15 @@ async function multipartFileText(req: FastifyRequest): Promise<string> {
   }
 }
 
-/** PUT with `signal` makes the device signal (docs/api.md, "Calling devices"); otherwise it changes the record. */
-const deviceChange = (devices: Devices, deviceCalls: DeviceCallService) => (d: DeviceRecord, body: Record<string, unknown>, productRoute: boolean) =>
-  body.signal !== undefined ? deviceCalls.signal(d, body.signal) : devices.edits.update(d, body, productRoute);
+/**
+ * PUT with `signal` makes the device signal (docs/api.md, "Calling devices"); otherwise it changes
+ * the record, and on product routes its firmware fields and groups too (docs/firmware.md, "Devices").
+ */
+const deviceChange = (devices: Devices, deviceCalls: DeviceCallService, firmware?: Firmware) => (req: FastifyRequest, d: DeviceRecord, body: Record<string, unknown>) => {
+  if (body.signal !== undefined) return deviceCalls.signal(d, body.signal);
+  if (!firmware) return devices.edits.update(d, body, false);
+  return firmware.devices.update(productOf(req), d, body, { account: accountOf(authOf(req).subject), ip: req.ip });
+};
 
 /** Devices (docs/api.md, "Devices", "Claim codes"): identities, ownership and claim codes. */
 export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; deviceCalls: DeviceCallService; claims: ClaimService; products: ProductService; guard: Guard }): void {
@@ -87,7 +97,7 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; dev
   app.put<{ Params: { deviceId: string }; Body: Record<string, unknown> }>('/v1/devices/:deviceId', {
     preHandler: anyToken,
     schema: { tags: ['devices'], summary: 'Rename a device, set its notes, or make it signal', params: D, body: DeviceChange, response: { ...errorResponses(400, 401, 403, 404) } },
-  }, async (req) => change(await access.mustReach(authOf(req), req.params.deviceId), req.body, false));
+  }, async (req) => change(req, await access.mustReach(authOf(req), req.params.deviceId), req.body));
 
   app.delete<{ Params: { deviceId: string } }>('/v1/devices/:deviceId', {
     preHandler: anyToken,
@@ -115,11 +125,11 @@ export function deviceRoutes(app: FastifyInstance, deps: { devices: Devices; dev
  * claim codes. Reads that need only the product's id use the remembered access, as device calls
  * do; writes check afresh.
  */
-export function productDeviceRoutes(scope: FastifyInstance, deps: { devices: Devices; deviceCalls: DeviceCallService; claims: ClaimService; guard: Guard }): void {
+export function productDeviceRoutes(scope: FastifyInstance, deps: { devices: Devices; deviceCalls: DeviceCallService; claims: ClaimService; firmware: Firmware; guard: Guard }): void {
   const { devices, guard } = deps;
   const { access, views } = devices;
   const teamOnly = guard({ subjects: ['user', 'product'] });
-  const change = deviceChange(devices, deps.deviceCalls);
+  const change = deviceChange(devices, deps.deviceCalls, deps.firmware);
   type WithPD = { Params: { productIdOrSlug: string; deviceId: string } };
 
   scope.post('/device_claims', {
@@ -171,12 +181,11 @@ export function productDeviceRoutes(scope: FastifyInstance, deps: { devices: Dev
     },
   }, async (req) => {
     const q = req.query;
-    // Groups are not modelled yet: a filter by group matches no device rather than every one.
-    if (q.groups) return { devices: [], customers: [], meta: pageMeta(q.page ?? 1, q.per_page ?? 25, 0) };
     // The page needs the product's id only, and reads the fleet's size itself.
     return devices.lists.listFleet(productOf(req), {
       ...(q.deviceId === undefined ? {} : { deviceId: q.deviceId }),
       ...(q.deviceName === undefined ? {} : { deviceName: q.deviceName }),
+      ...(q.groups === undefined ? {} : { groups: q.groups }),
       ...(q.sortAttr === undefined ? {} : { sortAttr: q.sortAttr }),
       ...(q.sortDir === undefined ? {} : { sortDir: q.sortDir }),
       page: q.page ?? 1,
@@ -245,8 +254,8 @@ export function productDeviceRoutes(scope: FastifyInstance, deps: { devices: Dev
 
   scope.put<WithPD & { Body: Record<string, unknown> }>('/devices/:deviceId', {
     preHandler: teamOnly,
-    schema: { tags: ['product devices'], summary: 'Name, notes, development mode, firmware lock, or signal', params: PD, body: DeviceChange, response: { ...errorResponses(400, 401, 403, 404) } },
-  }, async (req) => change(await access.inProduct(productOf(req), req.params.deviceId), req.body, true));
+    schema: { tags: ['product devices'], summary: 'Name, notes, development mode, firmware lock (with flash), forced updates, groups (absolute; new names are created), or signal', params: PD, body: DeviceChange, response: { ...errorResponses(400, 401, 403, 404) } },
+  }, async (req) => change(req, await access.inProduct(productOf(req), req.params.deviceId), req.body));
 
   scope.delete<WithPD>('/devices/:deviceId', {
     preHandler: teamOnly,

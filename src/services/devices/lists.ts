@@ -1,5 +1,6 @@
 import { DomainError } from '../../domain/errors.js';
 import { sortColumnOf } from '../../domain/devices.js';
+import { parseGroupNames } from '../../domain/firmware.js';
 import { pageMeta } from '../../domain/paging.js';
 import type { DevicesRepository } from '../../repositories/devices.repository.js';
 import type { ProductRecord } from '../../repositories/products.repository.js';
@@ -7,7 +8,7 @@ import type { AccessTokenRecord } from '../../repositories/tokens.repository.js'
 import { ownerOf } from './access.js';
 import type { DeviceView, DeviceViews } from './view.js';
 
-export interface FleetPageQuery { deviceId?: string; deviceName?: string; sortAttr?: string; sortDir?: string; page: number; perPage: number }
+export interface FleetPageQuery { deviceId?: string; deviceName?: string; groups?: string; sortAttr?: string; sortDir?: string; page: number; perPage: number }
 
 /** Lists of devices: a page of a product's fleet, the caller's own devices. */
 export function createDeviceLists(deps: { repo: Pick<DevicesRepository, 'listByProduct' | 'listByOwner'>; views: DeviceViews }) {
@@ -18,7 +19,8 @@ export function createDeviceLists(deps: { repo: Pick<DevicesRepository, 'listByP
       if (q.sortDir !== undefined && q.sortDir !== 'asc' && q.sortDir !== 'desc') throw new DomainError('invalid_request', 'sortDir must be asc or desc');
       if (q.deviceId !== undefined && !/^[0-9a-f]{0,24}$/i.test(q.deviceId)) throw new DomainError('invalid_request', 'deviceId must be (the start of) a 24-hex device id');
       const { devices, total } = await repo.listByProduct(product.id, {
-        idPrefix: q.deviceId, name: q.deviceName, sort: sortColumnOf(q.sortAttr), descending: q.sortDir === 'desc',
+        // Devices in any of the groups named, separated by commas (as particle-api-js's listDevices sends them).
+        idPrefix: q.deviceId, name: q.deviceName, groups: parseGroupNames(q.groups), sort: sortColumnOf(q.sortAttr), descending: q.sortDir === 'desc',
         limit: q.perPage, offset: (q.page - 1) * q.perPage,
       });
       // The page's owners serve both the devices and the `customers` list.

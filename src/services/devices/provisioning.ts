@@ -32,7 +32,7 @@ export function createProvisioning(deps: {
       secret,
       record: {
         id: secrets.token(12), secretHash: secrets.sha256(secret), name: null, notes: null, platformId: product.platformId, productId: product.id, owner: null,
-        development: false, desiredFirmwareVersion: null, serialNumber: null, online: false, lastHeard: null, lastHandshakeAt: null,
+        development: false, desiredFirmwareVersion: null, firmwareUpdatesEnabled: true, firmwareUpdatesForced: false, serialNumber: null, online: false, lastHeard: null, lastHandshakeAt: null,
         lastIpAddress: null, systemFirmwareVersion: null, firmwareVersion: null, functions: [], variables: {}, createdAt: now, updatedAt: now,
       },
     };

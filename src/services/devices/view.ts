@@ -31,8 +31,14 @@ export type DeviceView = Static<typeof DeviceViewSchema>;
 
 const iso = (x: Date | null) => (x === null ? null : x.toISOString());
 
+/** What a view shows of a product device's firmware: its groups and the version it is targeted with (docs/firmware.md). */
+export interface FirmwareFacts { groups: string[]; target: number | null }
+
+/** Reads the firmware facts of many devices at once (services/firmware/targets.ts, `describe`). */
+export type DescribeFirmware = (devices: readonly ListedDevice[]) => Promise<ReadonlyMap<string, FirmwareFacts>>;
+
 /** A device's view, its owner shown by name (a username or a customer's e-mail). */
-export function deviceView(d: ListedDevice, owner: string | null): DeviceView {
+export function deviceView(d: ListedDevice, owner: string | null, firmware?: FirmwareFacts): DeviceView {
   return {
     id: d.id,
     name: d.name,
@@ -60,25 +66,25 @@ export function deviceView(d: ListedDevice, owner: string | null): DeviceView {
     firmware_product_id: d.productId,
     current_build_target: d.systemFirmwareVersion,
     default_build_target: null,
-    targeted_firmware_release_version: d.desiredFirmwareVersion,
+    targeted_firmware_release_version: firmware?.target ?? null,
     desired_firmware_version: d.desiredFirmwareVersion,
-    firmware_updates_enabled: true,
-    firmware_updates_forced: false,
+    firmware_updates_enabled: d.firmwareUpdatesEnabled,
+    firmware_updates_forced: d.firmwareUpdatesForced,
     development: d.development,
     quarantined: false,
     denied: false,
-    groups: [],
+    groups: firmware?.groups ?? [],
     owner,
   };
 }
 
-/** Views of devices with their owners' names, read together for a list. */
-export function createDeviceViews(deps: { ownerNames: OwnerNames }) {
+/** Views of devices with their owners' names and their firmware facts, each read once for a whole list. */
+export function createDeviceViews(deps: { ownerNames: OwnerNames; firmware?: DescribeFirmware }) {
   async function page(devices: ListedDevice[]): Promise<{ devices: DeviceView[]; customers: Array<{ id: string; username: string }> }> {
-    const names = await deps.ownerNames.of(devices);
+    const [names, firmware] = await Promise.all([deps.ownerNames.of(devices), deps.firmware?.(devices)]);
     const nameOf = (d: ListedDevice) => (d.owner ? names.get(`${d.owner.kind}:${d.owner.id}`) ?? null : null);
     const customers = [...names].flatMap(([key, username]) => (key.startsWith('customer:') ? [{ id: key.slice('customer:'.length), username }] : []));
-    return { devices: devices.map((d) => deviceView(d, nameOf(d))), customers };
+    return { devices: devices.map((d) => deviceView(d, nameOf(d), firmware?.get(d.id))), customers };
   }
   const views = async (devices: ListedDevice[]): Promise<DeviceView[]> => (await page(devices)).devices;
   return {

@@ -63,7 +63,7 @@ export function createWebhooks(deps: {
   const unlisten = bus.listen(CHANGED, () => { loaded = reload().catch((err) => deps.log().warn({ err }, 'webhooks could not be reloaded')); });
 
   const worker = createWorker({
-    db: deps.db, repo, index, sender, hosts, clock, log: deps.log, node: bus.nodeId, leaseMs,
+    repo, index, sender, hosts, clock, log: deps.log, node: bus.nodeId, leaseMs,
     concurrency: deps.settings.concurrency, pollMs: deps.settings.pollMs ?? 1000,
     async context(d) {
       const more = await deps.describe(d.event);
@@ -100,6 +100,9 @@ export function createWebhooks(deps: {
           clearing.add(w.id);
           try {
             if (await repo.clearFailing([w.id])) indexChanged();
+            // What failed during the outage goes now rather than at its step of the schedule
+            // (minutes, hours); the host's own bound keeps that from flooding the receiver.
+            if (await repo.dueNow(w.id, clock.now()) > 0) worker.poke();
           } finally {
             clearing.delete(w.id);
           }

@@ -1,5 +1,5 @@
 import type { WebhookSpec } from './spec.js';
-import { render, renderDeep, templateVariables, type EventContext } from './templates.js';
+import { renderDeep, templateRenderer, type EventContext } from './templates.js';
 
 /** The request a delivery makes, before signing (docs/webhooks.md, "What is sent"). */
 export interface OutgoingRequest {
@@ -35,10 +35,10 @@ const form = (fields: Record<string, string>) => new URLSearchParams(fields).toS
  * A template that cannot be rendered throws: the delivery fails with that reason.
  */
 export function buildRequest(spec: WebhookSpec, e: EventContext): OutgoingRequest {
-  const vars = templateVariables(e);
+  const render = templateRenderer(e);
   const defaults = spec.noDefaults ? {} : defaultFields(e);
-  const url = new URL(render(spec.url, vars));
-  for (const [k, v] of Object.entries(spec.query ?? {})) url.searchParams.append(k, render(v, vars));
+  const url = new URL(render(spec.url));
+  for (const [k, v] of Object.entries(spec.query ?? {})) url.searchParams.append(k, render(v));
   const headers: Record<string, string> = { 'user-agent': USER_AGENT };
   let body = '';
   const b = spec.body;
@@ -51,19 +51,19 @@ export function buildRequest(spec: WebhookSpec, e: EventContext): OutgoingReques
     }
   } else if (b.kind === 'form') {
     headers['content-type'] = 'application/x-www-form-urlencoded';
-    body = form({ ...defaults, ...Object.fromEntries(Object.entries(b.template).map(([k, v]) => [k, render(v, vars)])) });
+    body = form({ ...defaults, ...Object.fromEntries(Object.entries(b.template).map(([k, v]) => [k, render(v)])) });
   } else if (b.kind === 'json') {
     headers['content-type'] = 'application/json';
     if (typeof b.template === 'string') {
-      body = render(b.template, vars);
+      body = render(b.template);
     } else {
-      const rendered = renderDeep(b.template, vars);
+      const rendered = renderDeep(b.template, (t) => render(t));
       body = JSON.stringify(Array.isArray(rendered) ? rendered : { ...defaults, ...(rendered as Record<string, unknown>) });
     }
   } else {
-    body = render(b.template, vars);
+    body = render(b.template);
   }
-  for (const [k, v] of Object.entries(spec.headers ?? {})) headers[k.toLowerCase()] = render(v, vars);
+  for (const [k, v] of Object.entries(spec.headers ?? {})) headers[k.toLowerCase()] = render(v);
   if (spec.auth) headers.authorization = `Basic ${Buffer.from(`${spec.auth.username}:${spec.auth.password}`).toString('base64')}`;
   return { method: spec.requestType, url: url.toString(), headers, body };
 }

@@ -1,7 +1,7 @@
 import type { CloudEvent } from '../../bus/bus.js';
 import type { WebhookRecord } from '../../repositories/webhooks.repository.js';
 import { INTERNAL_SOURCE } from './matching.js';
-import { render, templateVariables, type EventContext } from './templates.js';
+import { templateRenderer, type EventContext } from './templates.js';
 
 /** Particle sends a webhook's answer back in parts of this many bytes. */
 export const PART_BYTES = 512;
@@ -46,17 +46,17 @@ function defaultResponseTopic(w: WebhookRecord): string {
  * product's stream, and devices that subscribed) and never trigger a webhook.
  */
 export function responseEvents(w: WebhookRecord, e: EventContext, attempt: { sent: boolean; ok: boolean; status: number | null; body: string; error: string | null }, at: string): CloudEvent[] {
-  const vars = templateVariables(e);
+  const render = templateRenderer(e);
   const out: CloudEvent[] = [];
   if (attempt.sent) out.push(event(w, `hook-sent/${e.name}`, null, at));
   let topic: string;
   let text: string;
   if (attempt.ok) {
-    topic = render(w.spec.responseTopic ?? defaultResponseTopic(w), vars);
-    text = w.spec.responseTemplate === null ? attempt.body : render(w.spec.responseTemplate, { ...vars, ...answerVariables(attempt.body) });
+    text = w.spec.responseTemplate === null ? attempt.body : render(w.spec.responseTemplate, answerVariables(attempt.body));
     if (text === '') return out;
+    topic = render(w.spec.responseTopic ?? defaultResponseTopic(w));
   } else {
-    topic = render(w.spec.errorResponseTopic ?? 'hook-error/{{PARTICLE_EVENT_NAME}}', vars);
+    topic = render(w.spec.errorResponseTopic ?? 'hook-error/{{PARTICLE_EVENT_NAME}}');
     text = attempt.error ?? (attempt.body === '' ? `HTTP ${attempt.status}` : attempt.body);
   }
   parts(text).forEach((part, n) => out.push(event(w, `${topic}/${n}`, part, at)));

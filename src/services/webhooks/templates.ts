@@ -55,6 +55,21 @@ export function render(template: string, vars: Record<string, unknown>): string 
   return Mustache.render(template, vars);
 }
 
+/**
+ * Renders the templates of one event, with its variables built once, and only when a text has a
+ * tag: most webhooks (Particle's default form, a fixed response topic) then send and answer
+ * without the event's data parsed as JSON (docs/benchmarks.md, "Webhooks"). A text with no
+ * `{{` is what Mustache would render it as: itself.
+ */
+export function templateRenderer(e: EventContext): (template: string, extra?: Record<string, unknown>) => string {
+  let vars: Record<string, unknown> | undefined;
+  return (template, extra) => {
+    if (!template.includes('{{')) return template;
+    vars ??= templateVariables(e);
+    return render(template, extra ? { ...vars, ...extra } : vars);
+  };
+}
+
 /** Checks a template parses (at create time), with Mustache's reason when it does not. */
 export function templateProblem(template: string): string | null {
   try {
@@ -66,11 +81,11 @@ export function templateProblem(template: string): string | null {
 }
 
 /** Renders every text of a JSON value (an object's values and an array's items, at any depth). */
-export function renderDeep(value: unknown, vars: Record<string, unknown>): unknown {
-  if (typeof value === 'string') return render(value, vars);
-  if (Array.isArray(value)) return value.map((v) => renderDeep(v, vars));
+export function renderDeep(value: unknown, renderText: (template: string) => string): unknown {
+  if (typeof value === 'string') return renderText(value);
+  if (Array.isArray(value)) return value.map((v) => renderDeep(v, renderText));
   if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderDeep(v, vars)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderDeep(v, renderText)]));
   }
   return value;
 }

@@ -3,7 +3,6 @@ import type { Clock } from '../../platform/clock.js';
 import type { Log } from '../../platform/log.js';
 import type { AttemptOutcome, DeliveryRecord, WebhookRecord, WebhooksRepository } from '../../repositories/webhooks.repository.js';
 import { createBatcher } from '../../storage/batcher.js';
-import type { Db } from '../../storage/db.js';
 import { hostOf } from './destinations.js';
 import type { Hosts } from './hosts.js';
 import type { WebhookIndex } from './matching.js';
@@ -25,7 +24,6 @@ export const ANSWER_EXCERPT_BYTES = 1024;
 export interface DeliveryOutcome { delivery: DeliveryRecord; webhook: WebhookRecord; result: AttemptResult | null; outcome: AttemptOutcome['attempt']['outcome']; final: boolean }
 
 export interface WorkerDeps {
-  db: Db;
   repo: WebhooksRepository;
   index: WebhookIndex;
   sender: Sender;
@@ -67,6 +65,8 @@ export function createWorker(deps: WorkerDeps) {
   let inFlight = 0;
   let stopped = false;
   let polling = false;
+  /** The last poll filled its room: the store has more due, asked for again as soon as there is room. */
+  let more = false;
   let timer: NodeJS.Timeout | undefined;
   const idle = new Set<() => void>();
   /**
@@ -100,7 +100,7 @@ export function createWorker(deps: WorkerDeps) {
     return host;
   };
 
-  const record = createBatcher<AttemptOutcome>((outcomes) => deps.db.transaction((tx) => repo.recordAttempts(outcomes, tx)), { maxBatch: 500 });
+  const record = createBatcher<AttemptOutcome>((outcomes) => repo.recordAttempts(outcomes), { maxBatch: 500 });
 
   function hold(item: Held): void {
     const webhook = deps.index.get(item.d.webhookId);
@@ -151,6 +151,8 @@ export function createWorker(deps: WorkerDeps) {
           inFlight -= 1;
           if (inFlight === 0 && held === 0) for (const w of idle) w();
           pump();
+          // A backlog in the store (an outage's, a replay's) drains at the sending rate, not a poll a second.
+          if (more && held < deps.concurrency) void poll();
         });
       }
       if (taken === 0) continue;
@@ -248,6 +250,7 @@ export function createWorker(deps: WorkerDeps) {
       const now = clock.nowMs();
       const until = now + deps.leaseMs;
       const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room);
+      more = due.length === room;
       if (due.length > 0) take(due, until);
     } catch (err) {
       deps.log().debug({ err }, 'webhook deliveries could not be read; trying again');

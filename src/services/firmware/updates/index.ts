@@ -8,6 +8,7 @@ import type { Secrets } from '../../../platform/secrets.js';
 import type { FirmwareUpdatesRepository, UpdatingDevice } from '../../../repositories/firmware-updates.repository.js';
 import { createBatcher } from '../../../storage/batcher.js';
 import { createDeviceTurns } from '../../config/turns.js';
+import { FIRMWARE_RELEASED, type FirmwareReleased } from '../targets.js';
 import { createImageCache } from './image-cache.js';
 import { createUpdateRecords, type EmitEvent } from './records.js';
 import type { FirmwareSource } from './source.js';
@@ -16,13 +17,6 @@ import { createNodeTransfers, type FirmwareLinks, type Refusal } from './transfe
 export type { FirmwareSource, FirmwareTarget } from './source.js';
 export type { FirmwareLinks } from './transfers.js';
 export type { OtaLink } from './transfer.js';
-
-/**
- * The bus notice of the product firmware: what some of a product's devices should run changed.
- * `{productId, deviceIds (null: all), immediate}`: `immediate` false leaves connected devices to
- * their next connection (Particle's standard release).
- */
-export const RELEASED_TOPIC = 'firmware.released';
 
 /** Idle images a node keeps for the next devices of a release (in use ones stay whatever their size). */
 const IDLE_IMAGE_BYTES = 64 * 1024 * 1024;
@@ -147,8 +141,8 @@ export function createFirmwareUpdates(deps: {
   // Devices held here that a release named without `immediate`: their next `hello` counts as released.
   const named = new Set<string>();
 
-  const unlisten = deps.bus.listen(RELEASED_TOPIC, (payload) => {
-    const notice = payload as { productId?: unknown; deviceIds?: unknown; immediate?: unknown };
+  const unlisten = deps.bus.listen(FIRMWARE_RELEASED, (payload) => {
+    const notice = payload as Partial<FirmwareReleased>;
     if (!Number.isInteger(notice.productId)) {
       log().warn({ notice }, 'bad firmware release notice ignored');
       return;

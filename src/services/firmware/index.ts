@@ -1,0 +1,46 @@
+import type { Bus } from '../../bus/bus.js';
+import type { Clock } from '../../platform/clock.js';
+import type { DeviceGroupsRepository } from '../../repositories/device-groups.repository.js';
+import type { FirmwareRepository } from '../../repositories/firmware.repository.js';
+import type { Db } from '../../storage/db.js';
+import type { AuditService } from '../audit.service.js';
+import type { DeviceEdits } from '../devices/edit.js';
+import { createDeviceChanges } from './device-changes.js';
+import { createGroups } from './groups.js';
+import { createImages, type UserNames } from './images.js';
+import { createReleases } from './releases.js';
+import type { Publish } from './shared.js';
+import { createTargets } from './targets.js';
+
+export { FIRMWARE_RELEASED, type FirmwareReleased, type FirmwareTarget } from './targets.js';
+export type { Actor } from './shared.js';
+
+/**
+ * Product firmware (docs/firmware.md; docs/architecture.md, "Firmware"): images and their module
+ * checks, releases and the signing key, device groups, the firmware fields of a device, and the
+ * targets the node holding a device sends it (the transfer itself: services/firmware/updates/).
+ */
+export function createFirmware(deps: {
+  db: Db;
+  repo: FirmwareRepository;
+  groups: DeviceGroupsRepository;
+  bus: Bus;
+  clock: Clock;
+  audit: AuditService;
+  /** Puts a cloud event on the streams and its webhooks (resolves once their deliveries are stored). */
+  publish: Publish;
+  userNames: UserNames;
+  edits: DeviceEdits;
+  /** FIRMWARE_MAX_BYTES: the largest image an upload takes. */
+  maxBytes: number;
+}) {
+  const { db, repo, clock, audit, publish } = deps;
+  const targets = createTargets({ repo, bus: deps.bus });
+  const images = createImages({ db, repo, clock, audit, publish, userNames: deps.userNames, maxBytes: deps.maxBytes });
+  const groups = createGroups({ db, repo: deps.groups, firmware: repo, targets, clock, audit });
+  const releases = createReleases({ db, repo, groups: deps.groups, images, targets, clock, audit, publish });
+  const devices = createDeviceChanges({ repo, edits: deps.edits, groups, targets, clock, publish });
+  return { images, groups, releases, devices, targets };
+}
+
+export type Firmware = ReturnType<typeof createFirmware>;

@@ -1,0 +1,99 @@
+import type { Bus } from '../../bus/bus.js';
+import { DomainError } from '../../domain/errors.js';
+import { targetOf, targetVersion } from '../../domain/firmware.js';
+import type { ListedDevice } from '../../repositories/devices.repository.js';
+import type { FirmwareRepository } from '../../repositories/firmware.repository.js';
+
+/**
+ * Which image each device should run, for the node that holds its connection (the transfer is
+ * not here: services/firmware/updates/), and the notice that tells every node when that may have
+ * changed (docs/firmware.md, "Which version a device runs").
+ */
+
+/** The bus notice sent once a change that may give devices another target has committed. */
+export const FIRMWARE_RELEASED = 'firmware.released';
+
+export interface FirmwareReleased {
+  productId: number;
+  /** The devices concerned; null: any device of the product (a release). */
+  deviceIds: string[] | null;
+  /**
+   * Whether connected devices that take updates should start now: an intelligent release, a lock
+   * with `flash`, updates forced, a group change onto an intelligent release. Otherwise they are
+   * given their target at their next connection.
+   */
+  immediate: boolean;
+  cause: 'release' | 'lock' | 'groups' | 'forced';
+}
+
+/** The image a device should run: what the transfer sends and checks. */
+export interface FirmwareTarget {
+  productId: number;
+  version: number;
+  /** SHA-256 of the whole image, hex. */
+  sha256: string;
+  size: number;
+  /** Ed25519 signature of the whole image, when it was uploaded or released with one. */
+  signature: Buffer | null;
+}
+
+export function createTargets(deps: { repo: FirmwareRepository; bus: Bus }) {
+  const { repo } = deps;
+
+  /** Many devices' targets in two statements (a reconnect storm's devices, grouped by the caller). */
+  async function targetsFor(deviceIds: readonly string[]): Promise<Map<string, FirmwareTarget | null>> {
+    const facts = await repo.targetingFacts(deviceIds.map((id) => id.toLowerCase()));
+    const wanted = new Map<string, { productId: number; version: number }>();
+    for (const f of facts.values()) {
+      const version = targetVersion(f);
+      if (version !== null) wanted.set(`${f.productId}:${version}`, { productId: f.productId, version });
+    }
+    const images = new Map((await repo.imageMeta([...wanted.values()])).map((m) => [`${m.productId}:${m.version}`, m]));
+    const out = new Map<string, FirmwareTarget | null>();
+    for (const id of deviceIds) {
+      const f = facts.get(id.toLowerCase());
+      const version = f ? targetVersion(f) : null;
+      // A lock to a version since deleted (locks are checked when made) gives nothing to send.
+      out.set(id, f && version !== null ? images.get(`${f.productId}:${version}`) ?? null : null);
+    }
+    return out;
+  }
+
+  return {
+    targetsFor,
+    /** The image a device should run now, or null (no product, a development device, nothing released). */
+    targetFor: async (deviceId: string): Promise<FirmwareTarget | null> => (await targetsFor([deviceId])).get(deviceId) ?? null,
+
+    /** An image's bytes (the node holding devices keeps one copy per version). */
+    async image(productId: number, version: number): Promise<Buffer> {
+      const image = await repo.image(productId, version);
+      if (!image) throw new DomainError('not_found', `Product ${productId} has no firmware version ${version}`);
+      return image;
+    },
+
+    /** Tells every node (this one included) once the change has committed. */
+    notify(notice: FirmwareReleased): void {
+      deps.bus.notify(FIRMWARE_RELEASED, notice);
+    },
+
+    /**
+     * What device views show of firmware: each device's groups and the version it is targeted
+     * with, for a page of devices in one statement.
+     */
+    async describe(devices: readonly ListedDevice[]): Promise<Map<string, { groups: string[]; target: number | null }>> {
+      const inProducts = devices.filter((d) => d.productId !== null);
+      if (inProducts.length === 0) return new Map();
+      const facts = await repo.viewFacts(inProducts.map((d) => d.id), [...new Set(inProducts.map((d) => d.productId as number))]);
+      return new Map(inProducts.map((d) => {
+        const groups = facts.groups.get(d.id) ?? [];
+        const target = targetOf({
+          development: d.development, desiredFirmwareVersion: d.desiredFirmwareVersion, productDefault: facts.defaults.get(d.productId as number) ?? null,
+          groupVersions: groups.map((g) => g.version).filter((v): v is number => v !== null),
+        });
+        return [d.id, { groups: groups.map((g) => g.name), target: target?.version ?? null }];
+      }));
+    },
+  };
+}
+
+export type Targets = ReturnType<typeof createTargets>;
