@@ -71,6 +71,7 @@ import { createFirmwareRepository } from './repositories/firmware.repository.js'
 import { createDeviceGroupsRepository } from './repositories/device-groups.repository.js';
 import { createFirmware } from './services/firmware/index.js';
 import { createFirmwareUpdatesRepository } from './repositories/firmware-updates.repository.js';
+import { createFirmwareRolloutsRepository } from './repositories/firmware-rollouts.repository.js';
 import { createFirmwareUpdates, type FirmwareLinks, type FirmwareSource } from './services/firmware/updates/index.js';
 import type { CloudEvent } from './bus/bus.js';
 
@@ -109,6 +110,8 @@ export interface Seams {
   configReader?: (reader: ConfigReader) => ConfigReader;
   /** The expiry sweeps' period instead of ten minutes, and a hook told of each sweep this node runs. */
   expirySweep?: { everyMs: number; swept(): void };
+  /** A hook told of each rollout tick this node runs (the leader's, in a cluster). */
+  rolloutTick?: { ticked(): void };
 }
 
 export interface ListenAddresses {
@@ -190,7 +193,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const publish = async (e: CloudEvent) => { bus.publish(e); await webhooks.enqueue(e); };
   // Product firmware, releases and groups (docs/firmware.md); its events go to the streams and webhooks as the API's do.
   const firmware = createFirmware({
-    db, repo: createFirmwareRepository(db), groups: createDeviceGroupsRepository(db), bus, clock, audit, edits: deviceEdits,
+    db, repo: createFirmwareRepository(db), groups: createDeviceGroupsRepository(db), rollouts: createFirmwareRolloutsRepository(db), bus, clock, audit, log, edits: deviceEdits,
     maxBytes: settings.firmwareMaxBytes, userNames: async (id) => (await users.findById(id))?.username, publish,
   });
   const config = createConfiguration({
@@ -342,6 +345,14 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   }, swept?.everyMs ?? 10 * 60 * 1000);
   sweep.unref();
 
+  // Staged rollouts advance once per cluster: on the leader, or on the node itself without NATS.
+  const rolloutTicks = setInterval(() => {
+    if (settings.natsUrl && !duties?.leader.leads()) return;
+    options.seams?.rolloutTick?.ticked();
+    services.firmware.rollouts.tick().catch((err) => app.log.warn({ err }, 'rollout tick failed'));
+  }, settings.firmwareRolloutTickSeconds * 1000);
+  rolloutTicks.unref();
+
   let closed = false;
   return {
     settings,
@@ -391,6 +402,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       if (closed) return;
       closed = true;
       clearInterval(sweep);
+      clearInterval(rolloutTicks);
       for (const unlisten of unlistenScopes) unlisten();
       // Stop taking connections, disconnect the devices (which lets the listeners finish closing).
       const stopped = listeners?.close();

@@ -282,6 +282,18 @@ function firmwareForm(productId: number, version: number): FormData {
   return form;
 }
 
+/** A rollout of version 1 of the fixture's product (one per fixture: a product has one under way at a time); answers its path. */
+const rollouts = new WeakMap<Fixture, Promise<string>>();
+function rolloutOf(fx: Fixture, waves?: unknown[]): Promise<string> {
+  let made = rollouts.get(fx);
+  if (!made) {
+    made = must(201, call('POST', `/v1/products/${fx.product.id}/firmware/rollouts`, { token: fx.owner.token, json: { version: 1, ...(waves ? { waves } : {}) } }), 'rollout')
+      .then((r) => `/v1/products/${fx.product.id}/firmware/rollouts/${r.json.id as number}`);
+    rollouts.set(fx, made);
+  }
+  return made;
+}
+
 /** Versions and group names made by cells of the shared fixture, each new. */
 let made = 100;
 
@@ -389,6 +401,17 @@ const REQUESTS: Record<string, (fx: Fixture, cred: CredentialId) => CellRequest 
     return { path: `/v1/products/${fx.product.id}/firmware/signing-key` };
   },
   'GET /v1/products/{productIdOrSlug}/impact': (fx) => ({ path: `/v1/products/${fx.product.id}/impact?action=edit_groups_for_firmware&firmware_version=1&product_default=true` }),
+  'POST /v1/products/{productIdOrSlug}/firmware/rollouts': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/rollouts`, json: { version: 1 } }),
+  'GET /v1/products/{productIdOrSlug}/firmware/rollouts': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/rollouts` }),
+  'GET /v1/products/{productIdOrSlug}/firmware/rollouts/{id}': async (fx) => ({ path: await rolloutOf(fx) }),
+  'POST /v1/products/{productIdOrSlug}/firmware/rollouts/{id}/pause': async (fx) => ({ path: `${await rolloutOf(fx)}/pause`, json: {} }),
+  'POST /v1/products/{productIdOrSlug}/firmware/rollouts/{id}/resume': async (fx) => {
+    const path = await rolloutOf(fx);
+    await must(200, call('POST', `${path}/pause`, { token: fx.owner.token, json: {} }), 'rollout paused');
+    return { path: `${path}/resume` };
+  },
+  'POST /v1/products/{productIdOrSlug}/firmware/rollouts/{id}/abort': async (fx) => ({ path: `${await rolloutOf(fx)}/abort`, json: {} }),
+  'POST /v1/products/{productIdOrSlug}/firmware/rollouts/{id}/next': async (fx) => ({ path: `${await rolloutOf(fx, [{ count: 1 }])}/next` }),
   'GET /v1/products/{productIdOrSlug}/groups': (fx) => ({ path: `/v1/products/${fx.product.id}/groups` }),
   'POST /v1/products/{productIdOrSlug}/groups': (fx) => ({ path: `/v1/products/${fx.product.id}/groups`, json: { name: `made-${made++}` } }),
   'GET /v1/products/{productIdOrSlug}/groups/{groupName}': (fx) => ({ path: `/v1/products/${fx.product.id}/groups/matrix` }),

@@ -56,6 +56,7 @@ export interface Settings {
   readonly firmwareMaxBytes: number;
   readonly firmwareTransfers: number;
   readonly firmwareUpdateTimeoutSeconds: number;
+  readonly firmwareRolloutTickSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -311,6 +312,11 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     key: 'firmwareUpdateTimeoutSeconds', env: 'FIRMWARE_UPDATE_TIMEOUT_SECONDS', flag: '--firmware-update-timeout-seconds', default: '600',
     doc: 'How long a device has, after it said it holds a new firmware image (`ota/done`), to come back running it; an update whose device is not back by then counts as failed (`no_return`), and as succeeded if it comes back on the new version later.',
     parse: integer(10, 7 * 86400),
+  },
+  {
+    key: 'firmwareRolloutTickSeconds', env: 'FIRMWARE_ROLLOUT_TICK_SECONDS', flag: '--firmware-rollout-tick-seconds', default: '5',
+    doc: 'How often staged rollouts advance (once per cluster: on the leader): each tick pauses a rollout whose error threshold is reached, starts its next wave once the success threshold is met, and starts its next devices up to its rate (docs/firmware.md, "Staged rollouts").',
+    parse: integer(1, 3600),
   },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];

@@ -35,6 +35,8 @@ export const FAILURES = {
   stalled: 'stalled',
   /** The device is not subscribed to the firmware topics: it cannot take an update over MQTT. */
   notSubscribed: 'not_subscribed',
+  /** Its target changed while the image was on its way (a rollout's abort, another release): the transfer stopped. */
+  superseded: 'superseded',
 } as const;
 
 /**

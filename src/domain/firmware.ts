@@ -20,18 +20,22 @@ export interface TargetingFacts {
   groupVersions: readonly number[];
   /** The product default release, or null. */
   productDefault: number | null;
+  /** The version of the rollout that started the device and still holds it (docs/firmware.md, "Staged rollouts"), or null. */
+  rolloutVersion?: number | null;
 }
 
-export type TargetSource = 'lock' | 'group' | 'product_default';
+export type TargetSource = 'lock' | 'rollout' | 'group' | 'product_default';
 
 /**
  * Particle's rules, in order: a development device is never updated automatically; a locked
- * device runs its lock; an unlocked device in groups runs the highest version released to any of
- * them; otherwise the product default; otherwise nothing.
+ * device runs its lock; (Skyport's) a device a rollout started runs the rollout's version; an
+ * unlocked device in groups runs the highest version released to any of them; otherwise the
+ * product default; otherwise nothing.
  */
 export function targetOf(f: TargetingFacts): { version: number; source: TargetSource } | null {
   if (f.development) return null;
   if (f.desiredFirmwareVersion !== null) return { version: f.desiredFirmwareVersion, source: 'lock' };
+  if (f.rolloutVersion !== undefined && f.rolloutVersion !== null) return { version: f.rolloutVersion, source: 'rollout' };
   if (f.groupVersions.length > 0) return { version: Math.max(...f.groupVersions), source: 'group' };
   if (f.productDefault !== null) return { version: f.productDefault, source: 'product_default' };
   return null;

@@ -48,6 +48,8 @@ import { productWebhookRoutes, webhookRoutes } from './routes/webhooks.routes.js
 import type { Webhooks } from '../services/webhooks/index.js';
 import { firmwareRoutes } from './routes/firmware.routes.js';
 import { groupRoutes } from './routes/groups.routes.js';
+import { rolloutRoutes } from './routes/rollouts.routes.js';
+import { RolloutViewSchema } from '../services/firmware/rollouts/index.js';
 import { FirmwareViewSchema } from '../services/firmware/images.js';
 import { GroupViewSchema } from '../services/firmware/groups.js';
 import type { Firmware } from '../services/firmware/index.js';
@@ -178,6 +180,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   // Shared schemas of the product scope's routes, named in the OpenAPI document.
   app.addSchema(FirmwareViewSchema);
   app.addSchema(GroupViewSchema);
+  app.addSchema(RolloutViewSchema);
   // Everything under /v1/products/:productIdOrSlug: the product is resolved once per request.
   productScope(app, deps.products, (scope) => {
     productTeamRoutes(scope, { products: deps.products, guard });
@@ -190,6 +193,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     productWebhookRoutes(scope, { webhooks: deps.webhooks, devices: deps.devices.access, guard, publicUrl: deps.settings.publicUrl });
     firmwareRoutes(scope, { firmware: deps.firmware, guard });
     groupRoutes(scope, { firmware: deps.firmware, guard });
+    rolloutRoutes(scope, { firmware: deps.firmware, guard });
   });
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

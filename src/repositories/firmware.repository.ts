@@ -44,6 +44,14 @@ const toRecord = (r: Row): FirmwareRecord => ({
   intelligent: r.intelligent, releasedAt: r.released_at === null ? null : new Date(r.released_at), groups: r.groups ?? [],
 });
 
+/**
+ * The rollout that holds device `d` (of the query around it): the newest of its product that
+ * started the device and still binds it (docs/firmware.md, "Staged rollouts").
+ */
+const HOLDING_ROLLOUT = `SELECT r.id, r.version FROM firmware_rollout_devices rd JOIN firmware_rollouts r ON r.id = rd.rollout_id
+  WHERE rd.device_id = d.id AND rd.started_at IS NOT NULL AND NOT rd.dropped AND r.binds AND r.product_id = d.product_id
+  ORDER BY r.id DESC LIMIT 1`;
+
 /** What the node holding a device needs to send it its target (services/firmware/targets.ts). */
 export interface ImageMeta { productId: number; version: number; size: number; sha256: string; signature: Buffer | null }
 
@@ -145,18 +153,25 @@ export function createFirmwareRepository(db: Queryable) {
 
     /**
      * What the version each device is given depends on (domain/firmware.ts, targetOf), for many
-     * devices in one statement; devices outside a product are left out.
+     * devices in one statement; devices outside a product are left out. `rolloutId`: the rollout
+     * that holds the device, if any (its updates are counted as the rollout's).
      */
-    async targetingFacts(deviceIds: readonly string[], q: Queryable = db): Promise<Map<string, TargetingFacts & { productId: number }>> {
+    async targetingFacts(deviceIds: readonly string[], q: Queryable = db): Promise<Map<string, TargetingFacts & { productId: number; rolloutId: number | null }>> {
       if (deviceIds.length === 0) return new Map();
-      const rows = await q.query<{ id: string; product_id: number | string; development: boolean; desired: number | null; versions: number[] | null; product_default: number | null }>(
+      const rows = await q.query<{
+        id: string; product_id: number | string; development: boolean; desired: number | null; versions: number[] | null; product_default: number | null;
+        rollout_id: number | string | null; rollout_version: number | null;
+      }>(
         `SELECT d.id, d.product_id, d.development, d.desired_firmware_version AS desired,
            ARRAY(SELECT g.firmware_version FROM device_group_members m JOIN device_groups g ON g.id = m.group_id
                  WHERE m.device_id = d.id AND g.firmware_version IS NOT NULL) AS versions,
-           (SELECT f.version FROM product_firmware f WHERE f.product_id = d.product_id AND f.product_default) AS product_default
-         FROM devices d WHERE d.id = ANY($1::text[]) AND d.product_id IS NOT NULL`, [deviceIds], { prepare: true });
+           (SELECT f.version FROM product_firmware f WHERE f.product_id = d.product_id AND f.product_default) AS product_default,
+           ro.id AS rollout_id, ro.version AS rollout_version
+         FROM devices d LEFT JOIN LATERAL (${HOLDING_ROLLOUT}) ro ON true
+         WHERE d.id = ANY($1::text[]) AND d.product_id IS NOT NULL`, [deviceIds], { prepare: true });
       return new Map(rows.map((r) => [r.id, {
         productId: Number(r.product_id), development: r.development, desiredFirmwareVersion: r.desired, groupVersions: r.versions ?? [], productDefault: r.product_default,
+        rolloutVersion: r.rollout_version, rolloutId: r.rollout_id === null ? null : Number(r.rollout_id),
       }]));
     },
 
@@ -185,22 +200,29 @@ export function createFirmwareRepository(db: Queryable) {
       }));
     },
 
-    /** For device views: the groups of each device (with their releases) and the default of each product, in one statement. */
-    async viewFacts(deviceIds: readonly string[], productIds: readonly number[]): Promise<{ groups: Map<string, Array<{ name: string; version: number | null }>>; defaults: Map<number, number> }> {
-      const rows = await db.query<{ device_id: string | null; product_id: number | string; name: string | null; version: number | null }>(
-        `SELECT m.device_id, g.product_id, g.name, g.firmware_version AS version
+    /**
+     * For device views: the groups of each device (with their releases), the default of each
+     * product and the version of the rollout holding each device, in one statement.
+     */
+    async viewFacts(deviceIds: readonly string[], productIds: readonly number[]): Promise<{ groups: Map<string, Array<{ name: string; version: number | null }>>; defaults: Map<number, number>; rollouts: Map<string, number> }> {
+      const rows = await db.query<{ kind: string; device_id: string | null; product_id: number | string; name: string | null; version: number | null }>(
+        `SELECT 'g' AS kind, m.device_id, g.product_id, g.name, g.firmware_version AS version
            FROM device_group_members m JOIN device_groups g ON g.id = m.group_id WHERE m.device_id = ANY($1::text[])
          UNION ALL
-         SELECT NULL, f.product_id, NULL, f.version FROM product_firmware f WHERE f.product_id = ANY($2::bigint[]) AND f.product_default`,
+         SELECT 'd', NULL, f.product_id, NULL, f.version FROM product_firmware f WHERE f.product_id = ANY($2::bigint[]) AND f.product_default
+         UNION ALL
+         SELECT 'r', d.id, d.product_id, NULL, ro.version FROM devices d CROSS JOIN LATERAL (${HOLDING_ROLLOUT}) ro WHERE d.id = ANY($1::text[])`,
         [deviceIds, productIds], { prepare: true });
       const groups = new Map<string, Array<{ name: string; version: number | null }>>();
       const defaults = new Map<number, number>();
+      const rollouts = new Map<string, number>();
       for (const r of rows) {
-        if (r.device_id === null) defaults.set(Number(r.product_id), r.version as number);
-        else groups.set(r.device_id, [...(groups.get(r.device_id) ?? []), { name: r.name as string, version: r.version }]);
+        if (r.kind === 'd') defaults.set(Number(r.product_id), r.version as number);
+        else if (r.kind === 'r') rollouts.set(r.device_id as string, r.version as number);
+        else groups.set(r.device_id as string, [...(groups.get(r.device_id as string) ?? []), { name: r.name as string, version: r.version }]);
       }
       for (const list of groups.values()) list.sort((a, b) => a.name.localeCompare(b.name));
-      return { groups, defaults };
+      return { groups, defaults, rollouts };
     },
   };
 }

@@ -20,6 +20,7 @@ export type AuditType =
   | 'config.schema_replaced' | 'config.schema_restored'
   | 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.secret_rotated' | 'webhook.disabled'
   | 'firmware.uploaded' | 'firmware.deleted' | 'firmware.released' | 'firmware.signing_key_set' | 'firmware.signing_key_removed'
+  | 'firmware.rollout_started' | 'firmware.rollout_paused' | 'firmware.rollout_resumed' | 'firmware.rollout_aborted' | 'firmware.rollout_advanced' | 'firmware.rollout_completed'
   | 'group.created' | 'group.updated' | 'group.deleted' | 'device.groups_changed';
 
 export interface AuditInput {

@@ -9910,6 +9910,29 @@ export interface paths {
                         intelligent?: boolean | string;
                         /** @description Base64 of the Ed25519 signature of the whole image (needed when the product has a signing key and the upload had none) */
                         signature?: string;
+                        /** @description Skyport: a staged rollout to the fleet (product_default: true) or to groups, instead of a release now (docs/firmware.md, "Staged rollouts") */
+                        rollout?: {
+                            /** @description In order: each a share of the targeted devices in %, a count, or a group; what they leave is a last wave. Default: one wave of 100 % */
+                            waves?: ({
+                                percent: number | string;
+                            } | {
+                                count: number | string;
+                            } | {
+                                group: string;
+                            } | string)[];
+                            /** @description Devices started per minute, at most; none: a wave all at once */
+                            rate_per_minute?: number | string | (never | null);
+                            /** @description The share of a wave (in %) that must have succeeded before the next starts (default 100) */
+                            success_threshold?: (number | string) | (never | null);
+                            /** @description auto (default): the next wave starts once the threshold is met; manual: a person starts it (POST …/next) */
+                            advance?: "auto" | "manual";
+                            /** @description Pauses the rollout once `count` updates failed, or `percent` of the finished ones, after at least `min_finished` finished (default 1) */
+                            error_threshold?: {
+                                count?: number | string | (never | null);
+                                percent?: (number | string) | (never | null);
+                                min_finished?: number | string | (never | null);
+                            } | null;
+                        };
                         access_token?: string;
                     };
                 };
@@ -9953,6 +9976,7 @@ export interface paths {
                             updated_at: string;
                             /** @description What Skyport allows where Particle refuses (a version no device runs yet) */
                             warnings: string[];
+                            rollout?: components["schemas"]["FirmwareRollout"];
                         };
                     };
                 };
@@ -10924,6 +10948,606 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/firmware/rollouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The product's rollouts, newest first, with their progress */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            rollouts: components["schemas"]["FirmwareRollout"][];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Start a staged rollout of a version to the fleet or to groups: waves, a rate, a success threshold (or manual advance), an error threshold that pauses it */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        version: number | string;
+                        /** @description The target groups; none: the fleet */
+                        groups?: string[] | string | (never | null);
+                        /** @description In order: each a share of the targeted devices in %, a count, or a group; what they leave is a last wave. Default: one wave of 100 % */
+                        waves?: ({
+                            percent: number | string;
+                        } | {
+                            count: number | string;
+                        } | {
+                            group: string;
+                        } | string)[];
+                        /** @description Devices started per minute, at most; none: a wave all at once */
+                        rate_per_minute?: number | string | (never | null);
+                        /** @description The share of a wave (in %) that must have succeeded before the next starts (default 100) */
+                        success_threshold?: (number | string) | (never | null);
+                        /** @description auto (default): the next wave starts once the threshold is met; manual: a person starts it (POST …/next) */
+                        advance?: "auto" | "manual";
+                        /** @description Pauses the rollout once `count` updates failed, or `percent` of the finished ones, after at least `min_finished` finished (default 1) */
+                        error_threshold?: {
+                            count?: number | string | (never | null);
+                            percent?: (number | string) | (never | null);
+                            min_finished?: number | string | (never | null);
+                        } | null;
+                        access_token?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FirmwareRollout"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/firmware/rollouts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One rollout: its state, and its progress per wave and per state */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FirmwareRollout"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/firmware/rollouts/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a running rollout: no more devices start; updates under way go on */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        reason?: string;
+                        access_token?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FirmwareRollout"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/firmware/rollouts/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a paused rollout; its error threshold counts the updates that finish from now on */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        access_token?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FirmwareRollout"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/firmware/rollouts/{id}/abort": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Abort a rollout: devices not yet updated stay on what they run (a transfer under way stops); updated ones keep the version */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        reason?: string;
+                        access_token?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FirmwareRollout"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products/{productIdOrSlug}/firmware/rollouts/{id}/next": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start the next wave now (the way forward with advance: manual); after the last wave, complete the rollout */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        access_token?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FirmwareRollout"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -12228,6 +12852,79 @@ export interface components {
             device_count: number;
             created_at: string;
             updated_at: string;
+        };
+        FirmwareRollout: {
+            id: number;
+            product_id: number;
+            version: number;
+            /** @description The whole fleet is the target (else `groups`) */
+            fleet: boolean;
+            /** @description The target groups (empty for the fleet) */
+            groups: string[];
+            state: "running" | "paused" | "aborted" | "completed";
+            reason: {
+                /** @description error_threshold, paused, aborted, completed, manual */
+                code: string;
+                message: string;
+            } | null;
+            /** @description The wave under way, from 1 */
+            current_wave: number;
+            /** @description advance is manual and the current wave has met its success threshold: POST …/next starts the next */
+            awaiting_advance: boolean;
+            waves: {
+                wave: number;
+                percent?: number;
+                count?: number;
+                group?: string;
+                /** @description The devices the waves given left */
+                rest?: boolean;
+                /** @description Devices in the wave, excluded ones too */
+                devices: number;
+                state: "waiting" | "current" | "done";
+                /** @description Succeeded devices in % of the wave (excluded ones left out) */
+                succeeded_share: number;
+                /** @description Devices by state: not_started (its wave has not reached it), pending (started; its update waits, or the device is offline), downloading, applying, succeeded, failed, excluded (now a development device, locked, or moved out of the product) */
+                progress: {
+                    not_started: number;
+                    pending: number;
+                    downloading: number;
+                    applying: number;
+                    succeeded: number;
+                    failed: number;
+                    excluded: number;
+                };
+            }[];
+            /** @description Devices by state: not_started (its wave has not reached it), pending (started; its update waits, or the device is offline), downloading, applying, succeeded, failed, excluded (now a development device, locked, or moved out of the product) */
+            progress: {
+                not_started: number;
+                pending: number;
+                downloading: number;
+                applying: number;
+                succeeded: number;
+                failed: number;
+                excluded: number;
+            };
+            /** @description Targeted devices left out when it started: development devices, locked devices, and devices a release of their groups keeps on another version */
+            excluded: {
+                development: number;
+                locked: number;
+                other_release: number;
+            };
+            rate_per_minute: number | null;
+            success_threshold: number;
+            advance: "auto" | "manual";
+            error_threshold: {
+                count: number | null;
+                percent: number | null;
+                min_finished: number;
+            } | null;
+            created_by: {
+                kind: string;
+                id: string;
+            };
+            created_at: string;
+            updated_at: string;
+            finished_at: string | null;
         };
     };
     responses: never;

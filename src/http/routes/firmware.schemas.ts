@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { MAX_FIRMWARE_VERSION } from '../../domain/firmware.js';
 import { FirmwareViewSchema } from '../../services/firmware/images.js';
 import { Str } from '../schemas.js';
+import { RolloutFields } from './rollouts.schemas.js';
 
 /** JSON Schemas of the firmware and group routes (docs/firmware.md); they serialize the answers and feed /v1/openapi.json. */
 
@@ -15,7 +16,10 @@ export const PG = Type.Object({ productIdOrSlug: Str(100), groupName: Str(64) })
 
 export const FirmwareRef = Type.Ref('ProductFirmware');
 
-export const ReleaseAnswer = Type.Object({ ...FirmwareViewSchema.properties, warnings: Type.Array(S, { description: 'What Skyport allows where Particle refuses (a version no device runs yet)' }) });
+export const ReleaseAnswer = Type.Object({
+  ...FirmwareViewSchema.properties, warnings: Type.Array(S, { description: 'What Skyport allows where Particle refuses (a version no device runs yet)' }),
+  rollout: Type.Optional(Type.Ref('FirmwareRollout', { description: 'The staged rollout started instead of a release, when the request had `rollout`' })),
+});
 
 export const ReleaseBody = Type.Object({
   version: Type.Union([Type.Integer(), Str(5)]),
@@ -24,6 +28,7 @@ export const ReleaseBody = Type.Object({
   'groups[]': Type.Optional(Type.Union([Type.Array(Str(64), { maxItems: 1000 }), Str(64)])),
   intelligent: Type.Optional(Type.Union([B, Str(5)])),
   signature: Type.Optional(Str(200, { description: 'Base64 of the Ed25519 signature of the whole image (needed when the product has a signing key and the upload had none)' })),
+  rollout: Type.Optional(Type.Object(RolloutFields, { additionalProperties: false, description: 'Skyport: a staged rollout to the fleet (product_default: true) or to groups, instead of a release now (docs/firmware.md, "Staged rollouts")' })),
   access_token: Type.Optional(Str(200)),
 });
 

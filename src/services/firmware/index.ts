@@ -2,6 +2,8 @@ import type { Bus } from '../../bus/bus.js';
 import type { Clock } from '../../platform/clock.js';
 import type { DeviceGroupsRepository } from '../../repositories/device-groups.repository.js';
 import type { FirmwareRepository } from '../../repositories/firmware.repository.js';
+import type { FirmwareRolloutsRepository } from '../../repositories/firmware-rollouts.repository.js';
+import type { Log } from '../../platform/log.js';
 import type { Db } from '../../storage/db.js';
 import type { AuditService } from '../audit.service.js';
 import type { DeviceEdits } from '../devices/edit.js';
@@ -9,6 +11,7 @@ import { createDeviceChanges } from './device-changes.js';
 import { createGroups } from './groups.js';
 import { createImages, type UserNames } from './images.js';
 import { createReleases } from './releases.js';
+import { createRollouts } from './rollouts/index.js';
 import type { Publish } from './shared.js';
 import { createTargets } from './targets.js';
 
@@ -17,14 +20,16 @@ export type { Actor } from './shared.js';
 
 /**
  * Product firmware (docs/firmware.md; docs/architecture.md, "Firmware"): images and their module
- * checks, releases and the signing key, device groups, the firmware fields of a device, and the
- * targets the node holding a device sends it (the transfer itself: services/firmware/updates/).
+ * checks, releases and the signing key, staged rollouts, device groups, the firmware fields of a
+ * device, and the targets the node holding a device sends it (the transfer itself: services/firmware/updates/).
  */
 export function createFirmware(deps: {
   db: Db;
   repo: FirmwareRepository;
   groups: DeviceGroupsRepository;
+  rollouts: FirmwareRolloutsRepository;
   bus: Bus;
+  log: () => Log;
   clock: Clock;
   audit: AuditService;
   /** Puts a cloud event on the streams and its webhooks (resolves once their deliveries are stored). */
@@ -38,9 +43,10 @@ export function createFirmware(deps: {
   const targets = createTargets({ repo, bus: deps.bus });
   const images = createImages({ db, repo, clock, audit, publish, userNames: deps.userNames, maxBytes: deps.maxBytes });
   const groups = createGroups({ db, repo: deps.groups, firmware: repo, targets, clock, audit });
-  const releases = createReleases({ db, repo, groups: deps.groups, images, targets, clock, audit, publish });
+  const rollouts = createRollouts({ db, repo: deps.rollouts, firmware: repo, groups: deps.groups, targets, clock, audit, publish, log: deps.log });
+  const releases = createReleases({ db, repo, groups: deps.groups, rollouts: { repo: deps.rollouts, start: rollouts.start }, images, targets, clock, audit, publish });
   const devices = createDeviceChanges({ repo, edits: deps.edits, groups, targets, clock, publish });
-  return { images, groups, releases, devices, targets };
+  return { images, groups, releases, rollouts, devices, targets };
 }
 
 export type Firmware = ReturnType<typeof createFirmware>;

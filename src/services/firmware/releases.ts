@@ -2,18 +2,23 @@ import { DomainError } from '../../domain/errors.js';
 import { factsOf, impactOf, parseFirmwareVersion, parseFlag, parseGroupNames, type Impact, type ReleaseState } from '../../domain/firmware.js';
 import type { Clock } from '../../platform/clock.js';
 import type { DeviceGroupsRepository } from '../../repositories/device-groups.repository.js';
-import type { FirmwareRecord, FirmwareRepository } from '../../repositories/firmware.repository.js';
+import type { FirmwareRepository } from '../../repositories/firmware.repository.js';
 import type { ProductRecord } from '../../repositories/products.repository.js';
-import type { Db, Tx } from '../../storage/db.js';
+import type { Db } from '../../storage/db.js';
 import type { AuditService } from '../audit.service.js';
 import type { FirmwareView, Images } from './images.js';
-import { productEvent, type Actor, type Publish } from './shared.js';
+import { releasedSignature } from './release-signature.js';
+import { productEvent, takeProductTurn, type Actor, type Publish } from './shared.js';
 import { keyView, parsePublicKey, parseSignature, verifies } from './signing.js';
 import type { Targets } from './targets.js';
+import type { Rollouts, RolloutView } from './rollouts/index.js';
+import type { FirmwareRolloutsRepository } from '../../repositories/firmware-rollouts.repository.js';
 
 export interface ReleaseView extends FirmwareView {
   /** What Skyport allows where Particle refuses, said to the caller (docs/particle-compatibility.md). */
   warnings: string[];
+  /** The rollout started instead of the release, when the request had `rollout`. */
+  rollout?: RolloutView;
 }
 
 const flag = (v: unknown, field: string, fallback: boolean) => (v === undefined || v === null || v === '' ? fallback : parseFlag(v, field));
@@ -25,29 +30,34 @@ const groupsOf = (body: Record<string, unknown>, field = 'groups') => parseGroup
  * Releases (docs/firmware.md, "Releases"): a version to the fleet (the product default) and to
  * groups; what a release or a group change would update; the product's signing key.
  */
-export function createReleases(deps: { db: Db; repo: FirmwareRepository; groups: DeviceGroupsRepository; images: Images; targets: Targets; clock: Clock; audit: AuditService; publish: Publish }) {
+export function createReleases(deps: {
+  db: Db; repo: FirmwareRepository; groups: DeviceGroupsRepository; images: Images; targets: Targets; clock: Clock; audit: AuditService; publish: Publish;
+  /** Aborted rollouts' devices follow a release again; a release with `rollout` starts one instead. */
+  rollouts: { repo: Pick<FirmwareRolloutsRepository, 'unbindAborted'>; start: Rollouts['start'] };
+}) {
   const { repo, clock } = deps;
 
-  /** Firmware writes of a product take turns on its row: two releases never both become the default. */
-  const takeTurn = (productId: number, tx: Tx) => tx.query('SELECT 1 FROM products WHERE id = $1 FOR NO KEY UPDATE', [productId]);
-
-  /** With a signing key, a released image needs a signature the key verifies: the one given, or the one stored. */
-  async function signatureFor(product: ProductRecord, f: FirmwareRecord, given: Buffer | null, tx: Tx): Promise<Buffer | null> {
-    const key = await repo.signingKey(product.id, tx);
-    if (!key) return given;
-    const signature = given ?? f.signature;
-    if (!signature) throw new DomainError('invalid_signature', `The product has a firmware signing key and version ${f.version} was uploaded without a signature: send \`signature\`, base64 of the Ed25519 signature of the whole image`);
-    const image = await repo.image(product.id, f.version, tx);
-    if (!image || !verifies(key.publicKey, image, signature)) {
-      throw new DomainError('invalid_signature', `${given ? 'The signature' : `The signature stored with version ${f.version}`} is not the product's signing key's signature of the image${given ? '' : ': send `signature`'}`);
-    }
-    return signature;
-  }
 
   async function signingKey(product: ProductRecord) {
     const key = await repo.signingKey(product.id);
     if (!key) throw new DomainError('not_found', 'The product has no firmware signing key');
     return { ...keyView(key.publicKey), created_at: key.createdAt.toISOString() };
+  }
+
+  /**
+   * PUT …/firmware/release with `rollout` (Particle's body and Skyport's rollout): a staged rollout
+   * of the version to the fleet (`product_default: true`) or to `groups`, instead of a release now.
+   */
+  async function asRollout(product: ProductRecord, body: Record<string, unknown>, actor: Actor): Promise<ReleaseView> {
+    const rollout = body.rollout;
+    if (typeof rollout !== 'object' || rollout === null || Array.isArray(rollout)) throw new DomainError('invalid_request', 'rollout must be an object: {waves, rate_per_minute, success_threshold, advance, error_threshold}');
+    const groups = groupsOf(body);
+    const fleet = flag(body.product_default, 'product_default', groups.length === 0);
+    if (fleet === (groups.length > 0)) throw new DomainError('invalid_request', 'A rollout goes to the fleet (product_default: true) or to groups, not both and not neither');
+    const started = await deps.rollouts.start(product, { ...rollout, version: body.version, groups: fleet ? null : groups }, actor);
+    const view = await deps.images.get(product, started.version);
+    const warnings = view.device_count === 0 ? [`No device of the product runs version ${started.version} yet: the rollout's first wave tries it.`] : [];
+    return { ...view, warnings, rollout: started };
   }
 
   return {
@@ -57,6 +67,7 @@ export function createReleases(deps: { db: Db; repo: FirmwareRepository; groups:
      * Particle refuses a version no device of the product runs; Skyport releases it and says so.
      */
     async release(product: ProductRecord, body: Record<string, unknown>, actor: Actor): Promise<ReleaseView> {
+      if (body.rollout !== undefined && body.rollout !== null) return asRollout(product, body, actor);
       const version = parseFirmwareVersion(body.version);
       const intelligent = flag(body.intelligent, 'intelligent', false);
       const groupsGiven = body.groups !== undefined || body['groups[]'] !== undefined;
@@ -64,7 +75,7 @@ export function createReleases(deps: { db: Db; repo: FirmwareRepository; groups:
       const names = groupsOf(body);
       const given = parseSignature(body.signature);
       const released = await deps.db.transaction(async (tx) => {
-        await takeTurn(product.id, tx);
+        await takeProductTurn(product.id, tx);
         const f = await repo.find(product.id, version, tx, true);
         if (!f) throw new DomainError('not_found', `The product has no firmware version ${version}: upload it first`);
         // What is left out stays as it is; neither given is particle-api-js's "release as the product default".
@@ -74,8 +85,10 @@ export function createReleases(deps: { db: Db; repo: FirmwareRepository; groups:
         const unknown = wanted.filter((n) => !groups.some((g) => g.name === n));
         if (unknown.length > 0) throw new DomainError('invalid_request', `The product has no group ${unknown.map((n) => `"${n}"`).join(', ')}: create it first (POST /v1/products/:p/groups)`);
         const releases = productDefault || groups.length > 0;
-        const signature = releases ? await signatureFor(product, f, given, tx) : given;
+        const signature = releases ? await releasedSignature(repo, product.id, f, given, tx) : given;
         await repo.release(product.id, version, { productDefault, groupIds: groups.map((g) => g.id), intelligent, signature }, clock.now(), tx);
+        // The devices an aborted rollout updated follow the releases again (the notice below reaches them).
+        if (releases) await deps.rollouts.repo.unbindAborted(product.id, tx);
         await deps.audit.record({ account: actor.account, type: 'firmware.released', ip: actor.ip, details: { product_id: product.id, version, product_default: productDefault, groups: wanted, intelligent } }, tx);
         tx.afterCommit(() => deps.targets.notify({ productId: product.id, deviceIds: null, immediate: intelligent, cause: 'release' }));
         return releases;

@@ -12,6 +12,8 @@ import type { FirmwareRepository } from '../../repositories/firmware.repository.
 
 /** The bus notice sent once a change that may give devices another target has committed. */
 export const FIRMWARE_RELEASED = 'firmware.released';
+/** Device ids per notice: a rollout's wave of 100,000 devices goes as a few messages well under NATS's 1 MiB. */
+const NOTICE_DEVICES = 10_000;
 
 export interface FirmwareReleased {
   productId: number;
@@ -23,7 +25,7 @@ export interface FirmwareReleased {
    * given their target at their next connection.
    */
   immediate: boolean;
-  cause: 'release' | 'lock' | 'groups' | 'forced';
+  cause: 'release' | 'lock' | 'groups' | 'forced' | 'rollout';
 }
 
 /** The image a device should run: what the transfer sends and checks. */
@@ -35,6 +37,8 @@ export interface FirmwareTarget {
   size: number;
   /** Ed25519 signature of the whole image, when it was uploaded or released with one. */
   signature: Buffer | null;
+  /** The rollout that gives the device this version, if one does: its update counts for the rollout. */
+  rolloutId?: number | null;
 }
 
 export function createTargets(deps: { repo: FirmwareRepository; bus: Bus }) {
@@ -54,7 +58,9 @@ export function createTargets(deps: { repo: FirmwareRepository; bus: Bus }) {
       const f = facts.get(id.toLowerCase());
       const version = f ? targetVersion(f) : null;
       // A lock to a version since deleted (locks are checked when made) gives nothing to send.
-      out.set(id, f && version !== null ? images.get(`${f.productId}:${version}`) ?? null : null);
+      const image = f && version !== null ? images.get(`${f.productId}:${version}`) ?? null : null;
+      const rolloutId = f && f.rolloutId !== null && targetOf(f)?.source === 'rollout' ? f.rolloutId : null;
+      out.set(id, image && (rolloutId === null ? image : { ...image, rolloutId }));
     }
     return out;
   }
@@ -71,9 +77,11 @@ export function createTargets(deps: { repo: FirmwareRepository; bus: Bus }) {
       return image;
     },
 
-    /** Tells every node (this one included) once the change has committed. */
+    /** Tells every node (this one included) once the change has committed; many devices in notices of at most NOTICE_DEVICES. */
     notify(notice: FirmwareReleased): void {
-      deps.bus.notify(FIRMWARE_RELEASED, notice);
+      const ids = notice.deviceIds;
+      if (ids === null || ids.length <= NOTICE_DEVICES) return deps.bus.notify(FIRMWARE_RELEASED, notice);
+      for (let i = 0; i < ids.length; i += NOTICE_DEVICES) deps.bus.notify(FIRMWARE_RELEASED, { ...notice, deviceIds: ids.slice(i, i + NOTICE_DEVICES) });
     },
 
     /**
@@ -88,6 +96,7 @@ export function createTargets(deps: { repo: FirmwareRepository; bus: Bus }) {
         const groups = facts.groups.get(d.id) ?? [];
         const target = targetOf({
           development: d.development, desiredFirmwareVersion: d.desiredFirmwareVersion, productDefault: facts.defaults.get(d.productId as number) ?? null,
+          rolloutVersion: facts.rollouts.get(d.id) ?? null,
           groupVersions: groups.map((g) => g.version).filter((v): v is number => v !== null),
         });
         return [d.id, { groups: groups.map((g) => g.name), target: target?.version ?? null }];

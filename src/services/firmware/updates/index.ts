@@ -116,11 +116,17 @@ export function createFirmwareUpdates(deps: {
       }
       const running = how.hello?.firmwareVersion ?? device.firmwareVersion;
       const newest = how.first ? await settleReturn(device.newest, running) : device.newest;
-      // Only a product's devices are given firmware.
-      if (transfers.has(deviceId) || device.productId === null) return;
+      // Only a product's devices are given firmware; a transfer under way goes on unless a notice changed its target.
+      if (device.productId === null || (transfers.has(deviceId) && !how.released)) return;
       const target = await deps.source.targetFor(deviceId);
+      if (transfers.has(deviceId)) {
+        if (transfers.versionOf(deviceId) === (target?.version ?? null)) return;
+        await transfers.cancel(deviceId, FAILURES.superseded);
+      }
       if (!target) return;
-      const step = nextStep({ target: target.version, running, enabled, forced: device.updatesForced, newest, released: how.released === true });
+      // A rollout that starts the device is a new word: an earlier failure of the version is tried again.
+      const anew = target.rolloutId != null && newest?.version === target.version && newest.rolloutId !== target.rolloutId;
+      const step = nextStep({ target: target.version, running, enabled, forced: device.updatesForced, newest, released: how.released === true || anew });
       if (step === 'none') return;
       if (step === 'pending') return records.pending(deviceId, newest, target, 'disabled');
       if (transfers.start(deviceId, newest, target, device.updatesForced) !== 'busy') return;

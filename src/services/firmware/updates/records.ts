@@ -48,8 +48,10 @@ export function createUpdateRecords(deps: { repo: FirmwareUpdatesRepository; clo
   /** A record of an update of `deviceId` to `target` not started yet. */
   const fresh = (deviceId: string, target: FirmwareTarget): UpdateRecord => ({
     deviceId, productId: target.productId, version: target.version, state: 'pending', size: target.size, bytesSent: 0, offset: 0,
-    error: null, rolloutId: null, startedAt: null, finishedAt: null, updatedAt: deps.clock.now(),
+    error: null, rolloutId: target.rolloutId ?? null, startedAt: null, finishedAt: null, updatedAt: deps.clock.now(),
   });
+  /** The rollout an update counts for: the target's (a rollout gives it), else the one it counted for before. */
+  const rolloutOf = (same: UpdateRecord | null, target: FirmwareTarget) => target.rolloutId ?? same?.rolloutId ?? null;
   const sameUpdate = (r: UpdateRecord | null, target: FirmwareTarget) => (r?.version === target.version ? r : null);
 
   /** What a failure makes besides its row. */
@@ -67,21 +69,21 @@ export function createUpdateRecords(deps: { repo: FirmwareUpdatesRepository; clo
       const same = sameUpdate(newest, target);
       // A cut transfer keeps its place (and its offset) while it waits for a slot.
       if (same?.state === 'pending' || (why === 'busy' && same?.state === 'downloading')) return;
-      await write(fresh(deviceId, target), 'pending', { rolloutId: same?.rolloutId ?? null });
+      await write(fresh(deviceId, target), 'pending', { rolloutId: rolloutOf(same, target) });
       if (why === 'disabled') emit(deviceId, EVENTS.pending, 'true');
     },
 
     /** The update cannot start on this device (nothing was sent): failed. */
     async refused(deviceId: string, newest: UpdateRecord | null, target: FirmwareTarget, error: string): Promise<void> {
-      await write(fresh(deviceId, target), 'failed', { error, rolloutId: sameUpdate(newest, target)?.rolloutId ?? null });
+      await write(fresh(deviceId, target), 'failed', { error, rolloutId: rolloutOf(sameUpdate(newest, target), target) });
       announceFailure(deviceId);
     },
 
     /** A transfer starts (or resumes after a cut, keeping what was sent so far). */
     async downloading(deviceId: string, newest: UpdateRecord | null, target: FirmwareTarget): Promise<UpdateRecord> {
       const same = sameUpdate(newest, target);
-      if (same?.state === 'downloading') return write(same, 'downloading');
-      const started = await write(fresh(deviceId, target), 'downloading', { startedAt: deps.clock.now(), rolloutId: same?.rolloutId ?? null });
+      if (same?.state === 'downloading') return write(same, 'downloading', { rolloutId: rolloutOf(same, target) });
+      const started = await write(fresh(deviceId, target), 'downloading', { startedAt: deps.clock.now(), rolloutId: rolloutOf(same, target) });
       // The device did not ask for it: the cloud starts it (Particle's auto-update).
       emit(deviceId, EVENTS.status, 'auto-update');
       emit(deviceId, EVENTS.flash, 'started ');

@@ -155,6 +155,20 @@ export function createNodeTransfers(deps: {
 
     /** Whether a transfer to the device runs here now. */
     has: (deviceId: string): boolean => active.has(deviceId),
+    /** The version a transfer under way here sends the device, or null. */
+    versionOf: (deviceId: string): number | null => active.get(deviceId)?.target.version ?? null,
+
+    /**
+     * Stops the transfer under way (the device's target changed: a rollout's abort, another
+     * release): nothing more is sent, and the update counts failed with `error`. The device keeps
+     * what it holds and runs what it ran.
+     */
+    async cancel(deviceId: string, error: string): Promise<void> {
+      const a = active.get(deviceId);
+      if (!a) return;
+      end(a);
+      if (a.record) await deps.records.failed(a.record, error, progress(a, a.transfer?.acked ?? 0));
+    },
     /** Slots free now. */
     free: (): number => deps.limit - active.size,
     get size(): number {
