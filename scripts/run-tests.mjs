@@ -8,6 +8,8 @@
 //   test/unit/      needs no store: runs once, in the embedded pass.
 //   test/programs/  the command-line programs and examples, clients of the API that are the
 //   test/examples/  same whatever the store: run once, in the PostgreSQL pass when there is one.
+//   test/console/   the web console in Chromium, also a client of the API: run once, in the
+//                   embedded pass.
 //   test/           every other test starts a real Skyport and runs once per store: on the
 //                   embedded store, and on PostgreSQL when TEST_DATABASE_URL is set (CI sets it).
 // Both stores' passes run side by side; each starts its stores from a migrated template made here
@@ -50,10 +52,13 @@ const files = find(join(OUT, 'test'))
 const under = (folder) => files.filter((f) => source(f).startsWith(join('test', folder) + '/'));
 const unit = under('unit');
 const programs = unitOnly ? [] : [...under('programs'), ...under('examples')];
+// The web console in Chromium: pages over the API, the same whatever the store (the API's own
+// tests run on both): run once, in the embedded pass, the store a newcomer's `npm start` has.
+const browser = unitOnly ? [] : under('console');
 // Several nodes on one PostgreSQL database and a nats-server of their own: the PostgreSQL pass only.
 const cluster = unitOnly ? [] : under('cluster');
-const server = unitOnly ? [] : files.filter((f) => !unit.includes(f) && !programs.includes(f) && !cluster.includes(f));
-if (unit.length + programs.length + server.length + cluster.length === 0) {
+const server = unitOnly ? [] : files.filter((f) => !unit.includes(f) && !programs.includes(f) && !cluster.includes(f) && !browser.includes(f));
+if (unit.length + programs.length + server.length + cluster.length + browser.length === 0) {
   console.error('no test files match');
   process.exit(1);
 }
@@ -61,7 +66,7 @@ if (unit.length + programs.length + server.length + cluster.length === 0) {
 const postgres = process.env.TEST_DATABASE_URL && !embeddedOnly && !unitOnly ? process.env.TEST_DATABASE_URL : undefined;
 const scratch = mkdtempSync(join(tmpdir(), 'skyport-tests-'));
 let templates = {};
-if (server.length + programs.length + cluster.length > 0) {
+if (server.length + programs.length + cluster.length + browser.length > 0) {
   const made = spawnSync(process.execPath, [join(OUT, 'test/helpers/templates.js'), 'make', scratch, ...(postgres ? [postgres] : [])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (made.status !== 0) {
     console.error('could not make the stores\' templates');
@@ -97,10 +102,10 @@ function pass(name, list, env, live) {
 // server's processes, and the embedded pass's in PGlite's thread.
 const passes = [];
 if (postgres) {
-  passes.push(pass('store: embedded', [...unit, ...server], { TEST_STORE: 'embedded' }, true));
+  passes.push(pass('store: embedded', [...unit, ...server, ...browser], { TEST_STORE: 'embedded' }, true));
   if (server.length + programs.length + cluster.length > 0) passes.push(pass('store: postgres', [...server, ...programs, ...cluster], { TEST_STORE: 'postgres' }, false));
 } else {
-  passes.push(pass(server.length + programs.length > 0 ? 'store: embedded' : 'unit', [...unit, ...server, ...programs], { TEST_STORE: 'embedded' }, true));
+  passes.push(pass(server.length + programs.length + browser.length > 0 ? 'store: embedded' : 'unit', [...unit, ...server, ...browser, ...programs], { TEST_STORE: 'embedded' }, true));
 }
 const ok = (await Promise.all(passes)).every(Boolean);
 
