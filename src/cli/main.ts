@@ -14,6 +14,7 @@ import { registerDeviceCommands } from './commands/devices.js';
 import { registerEventCommands } from './commands/events.js';
 import { registerConfigCommands } from './commands/config.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
+import { registerRolloutCommands } from './commands/rollouts.js';
 import { addGlobalOptions } from './lib/context.js';
 
 /** `skyport`: the command line. Each command prints one clear line on stderr when it fails. */
@@ -36,6 +37,7 @@ export async function runCli(argv: readonly string[]): Promise<void> {
   registerEventCommands(program);
   registerConfigCommands(program);
   registerWebhookCommands(program);
+  registerRolloutCommands(program);
   registerSchemaCommands(program);
   try {
     await program.parseAsync([...argv], { from: 'user' });
