@@ -14,6 +14,8 @@ import { registerDeviceCommands } from './commands/devices.js';
 import { registerEventCommands } from './commands/events.js';
 import { registerConfigCommands } from './commands/config.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
+import { registerFirmwareCommands } from './commands/firmware.js';
+import { registerGroupCommands } from './commands/groups.js';
 import { addGlobalOptions } from './lib/context.js';
 
 /** `skyport`: the command line. Each command prints one clear line on stderr when it fails. */
@@ -36,6 +38,8 @@ export async function runCli(argv: readonly string[]): Promise<void> {
   registerEventCommands(program);
   registerConfigCommands(program);
   registerWebhookCommands(program);
+  registerFirmwareCommands(program);
+  registerGroupCommands(program);
   registerSchemaCommands(program);
   try {
     await program.parseAsync([...argv], { from: 'user' });
