@@ -70,6 +70,9 @@ import { createWebhooks } from './services/webhooks/index.js';
 import { createFirmwareRepository } from './repositories/firmware.repository.js';
 import { createDeviceGroupsRepository } from './repositories/device-groups.repository.js';
 import { createFirmware } from './services/firmware/index.js';
+import { createFirmwareUpdatesRepository } from './repositories/firmware-updates.repository.js';
+import { createFirmwareUpdates, type FirmwareLinks, type FirmwareSource } from './services/firmware/updates/index.js';
+import type { CloudEvent } from './bus/bus.js';
 
 export { VERSION };
 
@@ -97,6 +100,8 @@ export interface SkyportOptions {
   bus?: Bus;
   /** Places where tests put something between parts, to order events that races would (never set in production). */
   seams?: Seams;
+  /** Which firmware devices should run, and the images: by default the product firmware's (tests give their own). */
+  firmware?: FirmwareSource;
 }
 
 export interface Seams {
@@ -129,7 +134,7 @@ export interface Skyport {
   close(): Promise<void>;
 }
 
-function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics, here: HeldDevices) {
+function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics, here: HeldDevices, updates: { source: FirmwareSource | undefined; links: FirmwareLinks }) {
   const limiter = createFailureLimiter('logins', { bus, clock, settings, log });
   const users = cacheUsers(createUsersRepository(db), caches);
   const audit = createAuditService({ repo: createAuditRepository(db), clock });
@@ -181,11 +186,12 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     metrics: { attempt: (outcome, seconds) => { metrics.webhookAttempts.inc({ outcome }); if (seconds !== null) metrics.webhookLatency.observe(seconds); } },
   });
   const events = createEventService({ bus, clock, enqueue: (e) => webhooks.enqueue(e) });
+  // The cloud's own events (firmware's): to the streams, and stored for the webhooks that take them.
+  const publish = async (e: CloudEvent) => { bus.publish(e); await webhooks.enqueue(e); };
   // Product firmware, releases and groups (docs/firmware.md); its events go to the streams and webhooks as the API's do.
   const firmware = createFirmware({
     db, repo: createFirmwareRepository(db), groups: createDeviceGroupsRepository(db), bus, clock, audit, edits: deviceEdits,
-    maxBytes: settings.firmwareMaxBytes, userNames: async (id) => (await users.findById(id))?.username,
-    publish: async (e) => { bus.publish(e); await webhooks.enqueue(e); },
+    maxBytes: settings.firmwareMaxBytes, userNames: async (id) => (await users.findById(id))?.username, publish,
   });
   const config = createConfiguration({
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
@@ -194,7 +200,19 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     here, observe: (outcome) => metrics.configDeliveries.inc({ outcome }),
     userNames: async (id) => (await users.findById(id))?.username,
   });
-  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo, webhooks, firmware };
+  // Firmware updates of the devices held here, of the images the product firmware targets; their
+  // events reach streams and webhooks as a device's own.
+  const firmwareUpdates = createFirmwareUpdates({
+    repo: createFirmwareUpdatesRepository(db), source: updates.source ?? firmware.targets, links: updates.links, bus, clock, secrets, log,
+    settings: { transfers: settings.firmwareTransfers, timeoutSeconds: settings.firmwareUpdateTimeoutSeconds }, batchWindowMs: windowFor(db.kind),
+    metrics: { bytesSent: (n) => metrics.firmwareBytesSent.inc(n), outcome: (outcome) => metrics.firmwareUpdates.inc({ outcome }) },
+    changed: (id) => devicesRepo.forget(id),
+    emit: async (deviceId, name, data) => {
+      const d = await devicesRepo.findById(deviceId);
+      if (d) await publish({ name, data, ttl: 60, private: true, published_at: clock.now().toISOString(), coreid: deviceId, owner: d.owner, productId: d.productId });
+    },
+  });
+  return { limiter, audit, tokens, clients, accounts, mfa, oauth, products, customers, devices, deviceAuth, claims, deviceCalls, events, config, devicesRepo, webhooks, firmware, firmwareUpdates };
 }
 
 /**
@@ -218,6 +236,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     configDeliveriesInProgress: () => services.config.delivery.inProgress(),
     storageUp: () => store.state() === 'up',
     webhookQueue: () => services.webhooks.queue(),
+    firmwareTransfers: () => services.firmwareUpdates.inProgress(),
   }, { processMetrics: settings.metrics !== 'off' });
   // One node: everything in this process. A cluster: nodes reach each other through NATS (or,
   // in tests, a bus the nodes share), and caches and per-address counts are shared through it.
@@ -255,7 +274,13 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     products: () => held.gateway?.heldProducts() ?? [],
     send: (id, command, timeoutMs) => (held.gateway ? held.gateway.command(id, command, timeoutMs) : Promise.reject(new DomainError('device_offline', 'The device is not connected to this node'))),
   };
-  const services = wireServices(settings, db, store, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here);
+  // Firmware is sent by the node that holds the device, on its connection.
+  const links: FirmwareLinks = {
+    holds: (id) => held.gateway?.holds(id) ?? false,
+    heldIn: (productId) => held.gateway?.heldIn(productId) ?? [],
+    link: (id) => held.gateway?.otaLink(id) ?? null,
+  };
+  const services = wireServices(settings, db, store, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here, { source: options.firmware, links });
   // Per-address limits count across the nodes of a cluster; on one node, in this process alone.
   const rateLimits = createRateLimits({ clock, bus, shared: clustered, leaseSeconds: settings.nodeLeaseSeconds });
   // What the device gateway listens on, once it does; before that, what the settings ask for.
@@ -297,6 +322,8 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       // (docs/particle-compatibility.md#firmware-ranges).
       void presence.described(id).then(() => services.config.delivery.onHello(id, hashes)).catch((err) => app.log.warn({ err, device: id }, 'configuration sync failed'));
     },
+    firmwareHello: (id, hello, first) => services.firmwareUpdates.onHello(id, hello, first),
+    ota: (id, message) => services.firmwareUpdates.onMessage(id, message),
     // A configuration write on any node brings a device held here up to date, in its turn here.
     configSync: async (id, productId, modules) => ({ ok: true, value: await services.config.delivery.syncHere(productId, id, modules) }),
   });
@@ -369,6 +396,8 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       const stopped = listeners?.close();
       await gateway.close(settings.shutdownGraceSeconds * 1000);
       await stopped;
+      // The transfers the disconnections cut have their progress stored.
+      await services.firmwareUpdates.close();
       // After the devices: their last events' deliveries are stored; those under way finish, the rest go back to the store.
       await services.webhooks.stop();
       // Its devices are stored offline: the lease goes, and another node leads.

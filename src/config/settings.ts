@@ -54,6 +54,8 @@ export interface Settings {
   readonly webhookTimeoutSeconds: number;
   /** The largest product firmware image an upload takes. */
   readonly firmwareMaxBytes: number;
+  readonly firmwareTransfers: number;
+  readonly firmwareUpdateTimeoutSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -299,6 +301,16 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     key: 'firmwareMaxBytes', env: 'FIRMWARE_MAX_BYTES', flag: '--firmware-max-bytes', default: '8388608',
     doc: 'Largest product firmware binary an upload takes (8 MiB; a Device OS application is at most a few hundred KiB); larger uploads answer 413 (docs/firmware.md, "Limits"). Images are stored whole in the store, once per version.',
     parse: integer(1024, 64 * 1024 * 1024),
+  },
+  {
+    key: 'firmwareTransfers', env: 'FIRMWARE_TRANSFERS', flag: '--firmware-transfers', default: '256',
+    doc: 'Firmware transfers one node runs at once, at most; devices beyond it wait (their update `pending`) and start as transfers end (docs/device-protocol.md, "Firmware updates").',
+    parse: integer(1, 100_000),
+  },
+  {
+    key: 'firmwareUpdateTimeoutSeconds', env: 'FIRMWARE_UPDATE_TIMEOUT_SECONDS', flag: '--firmware-update-timeout-seconds', default: '600',
+    doc: 'How long a device has, after it said it holds a new firmware image (`ota/done`), to come back running it; an update whose device is not back by then counts as failed (`no_return`), and as succeeded if it comes back on the new version later.',
+    parse: integer(10, 7 * 86400),
   },
   { key: 'claimCodeLifetimeSeconds', env: 'CLAIM_CODE_LIFETIME_SECONDS', flag: '--claim-code-lifetime-seconds', default: '3600', doc: 'How long a claim code stays valid (1 hour); it is single use.', parse: integer(60, 30 * 86400) },
 ];

@@ -11,7 +11,7 @@ export const VARIABLE_TYPES = ['int32', 'double', 'string', 'bool'] as const;
 export type VariableType = (typeof VARIABLE_TYPES)[number];
 
 /** Cloud → device topics (docs/device-protocol.md, "Topics"). */
-export const cloudTopic = (deviceId: string, leaf: 'call' | 'get' | 'signal' | 'claim' | 'error' | 'config/set'): string => `${TOPIC_ROOT}/${deviceId}/cloud/${leaf}`;
+export const cloudTopic = (deviceId: string, leaf: 'call' | 'get' | 'signal' | 'claim' | 'error' | 'config/set' | 'ota/begin' | 'ota/chunk'): string => `${TOPIC_ROOT}/${deviceId}/cloud/${leaf}`;
 /** The cloud's event, from the device, once a claim code made it someone's. */
 export const CLAIMED_EVENT = 'spark/device/claimed';
 export const cloudEventTopic = (deviceId: string, name: string): string => `${TOPIC_ROOT}/${deviceId}/cloud/events/${name}`;
@@ -22,7 +22,8 @@ export type DeviceTopic =
   | { kind: 'reply' }
   | { kind: 'claim' }
   | { kind: 'event'; name: string }
-  | { kind: 'config'; path: 'hello' | 'ack' };
+  | { kind: 'config'; path: 'hello' | 'ack' }
+  | { kind: 'ota'; path: 'ready' | 'ack' | 'done' };
 
 export function parseDeviceTopic(deviceId: string, topic: string): DeviceTopic | null {
   const prefix = `${TOPIC_ROOT}/${deviceId}/`;
@@ -34,6 +35,7 @@ export function parseDeviceTopic(deviceId: string, topic: string): DeviceTopic |
     return isEventName(name) ? { kind: 'event', name } : null;
   }
   if (rest === 'config/hello' || rest === 'config/ack') return { kind: 'config', path: rest === 'config/hello' ? 'hello' : 'ack' };
+  if (rest === 'ota/ready' || rest === 'ota/ack' || rest === 'ota/done') return { kind: 'ota', path: rest.slice('ota/'.length) as 'ready' | 'ack' | 'done' };
   return null;
 }
 
@@ -86,7 +88,7 @@ export class BadPayload extends Error {
   }
 }
 
-function object(payload: Buffer): Record<string, unknown> {
+export function jsonObject(payload: Buffer): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(payload.toString('utf8'));
@@ -104,10 +106,12 @@ export interface Hello {
   variables?: Record<string, VariableType>;
   firmwareVersion?: number;
   systemFirmwareVersion?: string;
+  /** Whether the device takes firmware updates now (Device OS's System.disableUpdates()). */
+  updatesEnabled?: boolean;
 }
 
 export function parseHello(payload: Buffer): Hello {
-  const o = object(payload);
+  const o = jsonObject(payload);
   const out: Hello = {};
   if (o.functions !== undefined) {
     if (!Array.isArray(o.functions) || o.functions.length > MAX_FUNCTIONS || !o.functions.every(isName)) {
@@ -136,13 +140,17 @@ export function parseHello(payload: Buffer): Hello {
     }
     out.systemFirmwareVersion = o.system_firmware_version;
   }
+  if (o.updates_enabled !== undefined) {
+    if (typeof o.updates_enabled !== 'boolean') throw new BadPayload('updates_enabled must be true or false');
+    out.updatesEnabled = o.updates_enabled;
+  }
   return out;
 }
 
 export type Reply = { id: string; ok: true; value: unknown } | { id: string; ok: false; error: string };
 
 export function parseReply(payload: Buffer): Reply {
-  const o = object(payload);
+  const o = jsonObject(payload);
   if (typeof o.id !== 'string' || o.id.length === 0 || o.id.length > 64) throw new BadPayload('a reply needs the id of the request');
   if (typeof o.error === 'string') return { id: o.id, ok: false, error: o.error.slice(0, 200) };
   if ('return_value' in o) {
@@ -162,7 +170,7 @@ export interface DeviceEvent { data: string | null; ttl: number; private: boolea
 
 export function parseDeviceEvent(payload: Buffer, limit: number): DeviceEvent {
   if (payload.length === 0) return { data: null, ttl: 60, private: true };
-  const o = object(payload);
+  const o = jsonObject(payload);
   const data = o.data ?? null;
   if (data !== null && typeof data !== 'string') throw new BadPayload('data must be a string');
   if (data !== null && Buffer.byteLength(data) > limit) throw new BadPayload(`data is ${Buffer.byteLength(data)} bytes; this device's limit is ${limit}`);
@@ -174,14 +182,14 @@ export function parseDeviceEvent(payload: Buffer, limit: number): DeviceEvent {
 }
 
 export function parseClaim(payload: Buffer): string {
-  const o = object(payload);
+  const o = jsonObject(payload);
   if (typeof o.code !== 'string' || o.code.length === 0 || o.code.length > 200) throw new BadPayload('a claim needs a code');
   return o.code;
 }
 
 /** `config/hello`: the hash of each module the device holds (docs/device-protocol.md, "Configuration"). */
 export function parseConfigHello(payload: Buffer): Record<string, string> {
-  const o = object(payload);
+  const o = jsonObject(payload);
   const modules = o.modules ?? {};
   if (typeof modules !== 'object' || modules === null || Array.isArray(modules)) throw new BadPayload('modules must be an object of module: hash');
   const out: Record<string, string> = {};
@@ -194,7 +202,7 @@ export function parseConfigHello(payload: Buffer): Record<string, string> {
 
 /** `config/ack`: the device's status for one module: 0 applied, negative refused. */
 export function parseConfigAck(payload: Buffer): { id: string; status: number } {
-  const o = object(payload);
+  const o = jsonObject(payload);
   if (typeof o.id !== 'string' || o.id.length === 0 || o.id.length > 64) throw new BadPayload('an ack needs the id of the config/set');
   if (!Number.isInteger(o.status)) throw new BadPayload('status must be a whole number (0, or a negative code)');
   return { id: o.id, status: o.status as number };

@@ -3,6 +3,7 @@ import type { Clock } from '../platform/clock.js';
 import type { Secrets } from '../platform/secrets.js';
 import type { FailureLimiter } from '../domain/failure-limiter.js';
 import type { Hello, VariableType } from '../domain/device-protocol.js';
+import type { OtaMessage } from '../domain/ota-protocol.js';
 import type { DeviceOwner } from '../repositories/devices.repository.js';
 import type { Session } from './session.js';
 
@@ -33,6 +34,10 @@ export interface GatewayContext {
   heard(id: string): void;
   /** The device reported what it holds of its configuration (a hash per module). */
   configHello(id: string, hashes: Record<string, string>): void;
+  /** The device said `hello` (`first`: the first of this connection): firmware updates look at it. */
+  firmwareHello(id: string, hello: Hello, first: boolean): void;
+  /** The device said something about a firmware transfer; a refusal is answered on `cloud/error`. */
+  ota(id: string, message: OtaMessage): { error: string; message: string } | null;
   connectOutcome(outcome: string): void;
   /** Publishes a device's event; the promise (null: nothing to wait for) says its webhook deliveries are stored. */
   publishEvent(from: Session, event: { name: string; data: string | null; ttl: number; private: boolean }): Promise<void> | null;

@@ -11,6 +11,9 @@ import { Session } from './session.js';
 import { serve } from './commands.js';
 import { deliver } from './outgoing.js';
 import type { GatewayContext, SessionDevice } from './context.js';
+import type { Hello } from '../domain/device-protocol.js';
+import type { OtaMessage } from '../domain/ota-protocol.js';
+import { SessionOtaLink } from './ota.js';
 
 export interface GatewayDeps {
   bus: Bus;
@@ -25,6 +28,10 @@ export interface GatewayDeps {
   claim(deviceId: string, code: string): Promise<{ owner: DeviceOwner; productId: number | null }>;
   /** A device reported the hashes of the configuration it holds (delivery answers with what differs). */
   configHello(deviceId: string, hashes: Record<string, string>): void;
+  /** A device said `hello` (`first`: the first of its connection); firmware updates look at it. */
+  firmwareHello?(deviceId: string, hello: Hello, first: boolean): void;
+  /** A device said something about a firmware transfer (docs/device-protocol.md, "Firmware updates"). */
+  ota?(deviceId: string, message: OtaMessage): { error: string; message: string } | null;
   /** Brings a device held here up to date with its committed configuration (the bus's `sync`). */
   configSync?(deviceId: string, productId: number, modules: string[]): Promise<DeviceAnswer>;
   /** Stores the webhook deliveries an event makes; null when no webhook takes it (docs/webhooks.md). */
@@ -100,6 +107,8 @@ export function createGateway(deps: GatewayDeps) {
     claim: (id, code) => deps.claim(id, code),
     heard: (id) => deps.presence.heard(id),
     configHello: (id, hashes) => deps.configHello(id, hashes),
+    firmwareHello: (id, hello, first) => deps.firmwareHello?.(id, hello, first),
+    ota: (id, message) => (deps.ota ? deps.ota(id, message) : { error: 'unknown_transfer', message: 'This cloud runs no firmware transfers' }),
     connectOutcome: (outcome) => deps.connectOutcome?.(outcome),
     publishEvent(from, e) {
       const d = from.device as SessionDevice;
@@ -209,6 +218,16 @@ export function createGateway(deps: GatewayDeps) {
     held: (): string[] => [...byDevice.keys()],
     /** The products of the devices connected here. */
     heldProducts: (): number[] => [...byProduct.keys()],
+    /** The devices of a product connected here. */
+    heldIn: (productId: number): string[] => [...(byProduct.get(productId) ?? [])].flatMap((c) => (c.device ? [c.device.id] : [])),
+    /**
+     * The device's connection here as a firmware transfer writes to it (ota.ts), or null: a
+     * transfer runs on the node holding the device, and ends with the connection.
+     */
+    otaLink(deviceId: string): SessionOtaLink | null {
+      const conn = byDevice.get(deviceId);
+      return conn && conn.state === 'connected' ? new SessionOtaLink(conn, deviceId) : null;
+    },
     /**
      * Serves a command to a device connected here, without the bus: configuration delivery runs on
      * the node that holds the device and reaches no other (docs/architecture.md, "Configuration

@@ -47,6 +47,12 @@ export class Session {
   calls: PendingCalls | null = null;
   /** Requests waiting for this new connection's `hello` or SUBSCRIBE (waiters.ts). */
   waiters: Set<Waiter> | null = null;
+  /** Told when the connection closes (a firmware transfer on it, ota.ts). */
+  closeListeners: Array<() => void> | null = null;
+  /** Whether the device has said `hello` on this connection (its first one follows a restart). */
+  helloed = false;
+  /** The largest packet the device takes (MQTT 5 CONNECT), or 0 when it did not say. */
+  maxPacketToDevice = 0;
   /**
    * Acknowledgements held back until an event's webhook deliveries are stored; later ones wait
    * behind them, as PUBACKs go out in the order of their PUBLISHes ([MQTT-4.6.0-2]).
@@ -128,6 +134,9 @@ export class Session {
     this.state = 'closed';
     wakeWaiters(this);
     this.calls?.abandon();
+    const listeners = this.closeListeners;
+    this.closeListeners = null;
+    if (listeners) for (const listener of listeners) listener();
     if (wasConnected) publishWill(this);
     this.ctx.detached(this, reason);
   }

@@ -18,9 +18,11 @@ export interface Metrics {
   readonly rateLimited: Counter<'limit'>;
   readonly webhookAttempts: Counter<'outcome'>;
   readonly webhookLatency: Histogram;
+  readonly firmwareBytesSent: Counter;
+  readonly firmwareUpdates: Counter<'outcome'>;
 }
 
-export function createMetrics(sources: { devicesConnected: () => number; configDeliveriesInProgress: () => number; storageUp: () => boolean; webhookQueue?: () => Promise<{ depth: number; oldestSeconds: number }> }, options: { processMetrics: boolean }): Metrics {
+export function createMetrics(sources: { devicesConnected: () => number; configDeliveriesInProgress: () => number; storageUp: () => boolean; webhookQueue?: () => Promise<{ depth: number; oldestSeconds: number }>; firmwareTransfers?: () => number }, options: { processMetrics: boolean }): Metrics {
   const registry = new Registry();
   // They watch the event loop and the garbage collector from start-up on: only for a reader.
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
@@ -36,6 +38,13 @@ export function createMetrics(sources: { devicesConnected: () => number; configD
     name: 'skyport_storage_up', help: 'Whether this node reaches its store now (1) or found it unreachable and has not reached it since (0).', registers: [registry],
     collect() { this.set(sources.storageUp() ? 1 : 0); },
   });
+  const transfers = sources.firmwareTransfers;
+  if (transfers) {
+    new Gauge({
+      name: 'skyport_firmware_transfers_in_progress', help: 'Firmware transfers this node runs now (at most FIRMWARE_TRANSFERS).', registers: [registry],
+      collect() { this.set(transfers()); },
+    });
+  }
   // Read from the store when scraped: the queue is the cluster's, the same on every node.
   const queue = sources.webhookQueue;
   if (queue) {
@@ -77,6 +86,11 @@ export function createMetrics(sources: { devicesConnected: () => number; configD
     webhookLatency: new Histogram({
       name: 'skyport_webhook_attempt_seconds', help: 'Time from sending a webhook request to its answer (or failure).', registers: [registry],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
+    }),
+    firmwareBytesSent: new Counter({ name: 'skyport_firmware_bytes_sent_total', help: 'Firmware image bytes this node sent to devices (resumed transfers send only the rest).', registers: [registry] }),
+    firmwareUpdates: new Counter({
+      name: 'skyport_firmware_updates_total', help: 'Firmware updates whose outcome this node saw: succeeded (the device came back on the new version) or failed (it refused, its check failed, it came back on the old version, it did not come back, or its transfer stalled).',
+      labelNames: ['outcome'], registers: [registry],
     }),
     tokensIssued: new Counter({ name: 'skyport_tokens_issued_total', help: 'Access tokens issued by the token endpoint, by grant type.', labelNames: ['grant'], registers: [registry] }),
   };

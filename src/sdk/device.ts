@@ -9,6 +9,7 @@ import { topicMatches } from '../domain/device-protocol.js';
 import { createSetupKey, type SetupKey } from './setup/keys.js';
 import { Listening, type ClaimOutcome, type ListenOptions } from './setup/listening.js';
 import { isCellular, listeningRefusal } from './setup/platforms.js';
+import { FirmwareReceiver, firmwareKeyOf, type FirmwareKey, type FirmwareOffer, type FirmwareUpdate } from './firmware.js';
 
 /** An event as the cloud delivers it to a device (docs/device-protocol.md, "Events"). */
 export interface DeviceEventMessage {
@@ -56,6 +57,15 @@ export interface DeviceOptions {
   freeMemory?: number;
   /** Whether the device was claimed before (what `device-id` answers in listening mode). */
   claimed?: boolean;
+  /**
+   * The product's Ed25519 public key (docs/sdk.md, "Firmware updates"): an image whose signature
+   * it does not verify, or that carries none, is refused before anything of it is applied.
+   */
+  firmwareKey?: FirmwareKey;
+  /** Whether the device takes firmware updates when it starts (default true; see disableUpdates()). */
+  updatesEnabled?: boolean;
+  /** Firmware chunks to ask for, in bytes, when smaller than the cloud offers. */
+  firmwareChunkSize?: number;
 }
 
 /** The firmware refused to enter listening mode; the device goes on as it was. */
@@ -79,7 +89,9 @@ interface PendingClaim { resolve: () => void; reject: (err: Error) => void; time
  *
  * Events: 'online', 'offline', 'error' (Error), 'warning' (CloudWarning), 'signal' (boolean),
  * 'config' (module name, the value applied), 'claimed', 'claim-failed' (ClaimRefusedError): how
- * a claim code given in listening mode fared.
+ * a claim code given in listening mode fared, 'firmware-offer' (FirmwareOffer),
+ * 'firmware-progress' (FirmwareOffer, bytes held), 'firmware-failed' (FirmwareOffer, error): an
+ * update refused or whose checks failed.
  */
 export class Device extends EventEmitter {
   readonly id: string;
@@ -103,6 +115,14 @@ export class Device extends EventEmitter {
   private claiming: Promise<ClaimOutcome> | undefined;
   private setupKey: SetupKey | undefined;
   private listening: Listening | null = null;
+  private firmwareVersion: number | undefined;
+  private updatesOn: boolean;
+  private readonly firmware: FirmwareReceiver;
+  private firmwareOffer: ((offer: FirmwareOffer) => boolean | Promise<boolean>) | undefined;
+  private firmwareCheck: ((image: Buffer, offer: FirmwareOffer) => string | null | undefined | Promise<string | null | undefined>) | undefined;
+  private firmwareHandler: ((update: FirmwareUpdate) => void | Promise<void>) | undefined;
+  /** Firmware messages are handled one at a time, in order (a chunk may end in the image's checks). */
+  private firmwareQueue: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: DeviceOptions) {
     super();
@@ -111,6 +131,9 @@ export class Device extends EventEmitter {
     this.on('error', () => undefined);
     this.modules = new ConfigModules(options.configDir, (err) => this.emit('error', err));
     this.isClaimed = options.claimed ?? false;
+    this.firmwareVersion = options.firmwareVersion;
+    this.updatesOn = options.updatesEnabled ?? true;
+    this.firmware = this.firmwareReceiver(options);
   }
 
   /** Whether the cloud has confirmed a claim of this device. */
@@ -161,6 +184,73 @@ export class Device extends EventEmitter {
   /** A registered module's current value, as the cloud stores it. */
   configValue(name: string): Record<string, unknown> | undefined {
     return this.modules.value(name);
+  }
+
+  /** Whether the device takes firmware updates now. */
+  get updatesEnabled(): boolean {
+    return this.updatesOn;
+  }
+
+  /** The product firmware version the device runs (what its `hello` says). */
+  get runningFirmwareVersion(): number | undefined {
+    return this.firmwareVersion;
+  }
+
+  /**
+   * As Device OS's System.disableUpdates(): offers are refused (`updates_disabled`) and the cloud
+   * keeps the update pending until enableUpdates(), unless the product forces updates.
+   */
+  disableUpdates(): this {
+    return this.setUpdates(false);
+  }
+
+  /** Takes updates again: the cloud hears it at once and sends what waited. */
+  enableUpdates(): this {
+    return this.setUpdates(true);
+  }
+
+  /**
+   * Restarts as firmware would (System.reset()): the connection ends cleanly (no will), the device
+   * connects again and says `hello`, running `firmwareVersion` when given (an update applied),
+   * else what it ran. Resolves once it is back online.
+   */
+  async restart(firmwareVersion?: number): Promise<void> {
+    if (firmwareVersion !== undefined) this.firmwareVersion = firmwareVersion;
+    const client = this.client;
+    // Let go first: its 'close' then schedules no reconnect of its own.
+    this.client = null;
+    this.setOnline(false);
+    if (client) {
+      const forced = setTimeout(() => client.end(true), 2000);
+      await client.endAsync().finally(() => clearTimeout(forced));
+    }
+    if (this.closed) return;
+    await this.connect();
+  }
+
+  /** Decides on each offer before anything is sent: false refuses it (`refused`). */
+  onFirmwareOffer(decide: (offer: FirmwareOffer) => boolean | Promise<boolean>): this {
+    this.firmwareOffer = decide;
+    return this;
+  }
+
+  /**
+   * The application's own check of a whole image, after its SHA-256 and signature held: an error
+   * name (e.g. "wrong_platform") refuses it with that error; nothing is applied.
+   */
+  onFirmwareCheck(check: (image: Buffer, offer: FirmwareOffer) => string | null | undefined | Promise<string | null | undefined>): this {
+    this.firmwareCheck = check;
+    return this;
+  }
+
+  /**
+   * Receives each verified image and decides when to apply it (`update.apply()` restarts the
+   * device on the new version). Without a handler the device applies every image at once, as
+   * Device OS does.
+   */
+  onFirmwareUpdate(handler: (update: FirmwareUpdate) => void | Promise<void>): this {
+    this.firmwareHandler = handler;
+    return this;
   }
 
   /**
@@ -290,6 +380,38 @@ export class Device extends EventEmitter {
     this.setOnline(false);
   }
 
+  private setUpdates(on: boolean): this {
+    if (this.updatesOn === on) return this;
+    this.updatesOn = on;
+    this.describe();
+    return this;
+  }
+
+  private firmwareReceiver(options: DeviceOptions): FirmwareReceiver {
+    const send = (leaf: 'ready' | 'ack' | 'done', body: Record<string, unknown>) => {
+      // Not `online` yet is fine: an offer may come right after `hello`, before the connect settles.
+      if (this.client) this.client.publish(`devices/${this.id}/ota/${leaf}`, JSON.stringify(body), { qos: leaf === 'ack' ? 0 : 1 });
+    };
+    return new FirmwareReceiver({
+      send,
+      enabled: () => this.updatesOn,
+      key: options.firmwareKey === undefined ? null : firmwareKeyOf(options.firmwareKey),
+      chunkSize: options.firmwareChunkSize,
+      offer: (offer) => {
+        this.emit('firmware-offer', offer);
+        return this.firmwareOffer ? this.firmwareOffer(offer) : true;
+      },
+      check: (image, offer) => this.firmwareCheck?.(image, offer),
+      failed: (offer, error) => this.emit('firmware-failed', offer, error),
+      progress: (offer, received) => this.emit('firmware-progress', offer, received),
+      received: (image, offer) => {
+        const update: FirmwareUpdate = { ...offer, image, apply: (version = offer.version) => this.restart(version) };
+        // The application's handler runs on its own: a restart must not wait behind the message queue.
+        void Promise.resolve().then(() => (this.firmwareHandler ? this.firmwareHandler(update) : update.apply())).catch((err: Error) => this.emit('error', err));
+      },
+    });
+  }
+
   private mustBeConnected(): mqtt.MqttClient {
     if (!this.client || !this.online) throw new Error('the device is not connected');
     return this.client;
@@ -398,8 +520,9 @@ export class Device extends EventEmitter {
   private helloPayload(): string {
     const variables = Object.fromEntries([...this.variables].map(([name, v]) => [name, v.type]));
     const hello: Record<string, unknown> = { functions: [...this.functions.keys()], variables };
-    if (this.options.firmwareVersion !== undefined) hello.firmware_version = this.options.firmwareVersion;
+    if (this.firmwareVersion !== undefined) hello.firmware_version = this.firmwareVersion;
     hello.system_firmware_version = this.options.systemFirmwareVersion ?? '5.8.0';
+    hello.updates_enabled = this.updatesOn;
     return JSON.stringify(hello);
   }
 
@@ -428,6 +551,11 @@ export class Device extends EventEmitter {
     const prefix = `devices/${this.id}/cloud/`;
     if (!topic.startsWith(prefix)) return;
     const leaf = topic.slice(prefix.length);
+    // The one binary payload: a chunk of firmware.
+    if (leaf === 'ota/chunk') {
+      this.firmwareQueue = this.firmwareQueue.then(() => this.firmware.onChunk(payload)).catch((err: Error) => { this.emit('error', err); });
+      return;
+    }
     let body: Record<string, unknown>;
     try {
       body = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
@@ -445,6 +573,9 @@ export class Device extends EventEmitter {
       else if (leaf === 'claim') this.settleClaim(body);
       else if (leaf === 'config/set') {
         this.configQueue = this.configQueue.then(() => this.configure(client, body)).catch((err: Error) => { this.emit('error', err); });
+      }
+      else if (leaf === 'ota/begin') {
+        this.firmwareQueue = this.firmwareQueue.then(() => this.firmware.onBegin(body)).catch((err: Error) => { this.emit('error', err); });
       }
       else if (leaf.startsWith('events/')) this.deliver({ ...(body as unknown as DeviceEventMessage), name: leaf.slice('events/'.length) });
     } catch (err) {

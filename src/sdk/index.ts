@@ -6,6 +6,7 @@ export type { VariableType, VariableValue, FunctionHandler, VariableGetter } fro
 export { backoffDelay } from './backoff.js';
 export type { BackoffOptions } from './backoff.js';
 export { bind, ConfigStatus } from './config.js';
+export type { FirmwareKey, FirmwareOffer, FirmwareUpdate } from './firmware.js';
 export type { Binding, Bindings } from './config.js';
 export type { Listening, ListenOptions, SetupProgress, SetupStep, ClaimOutcome } from './setup/listening.js';
 export { DEFAULT_NETWORKS, parseNetworks } from './setup/wifi.js';

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createDevice, type Device, type DeviceOptions } from '../sdk/index.js';
 import { defaultSchema } from '../domain/config/default-schema.js';
 import { schemaModules } from './schema-modules.js';
+import { emptyTally, NO_FAILURES, simulateUpdates, type UpdateFailures, type UpdateTally } from './updates.js';
 
 export interface Identity { id: string; secret: string }
 
@@ -16,6 +17,14 @@ export interface SimulationOptions {
   connectTimeoutMs?: number;
   /** Aborting stops opening connections and closes the ones still connecting (Ctrl-C). */
   signal?: AbortSignal;
+  /** The product firmware version the devices run when they start (none by default). */
+  firmwareVersion?: number;
+  /** Whether the devices take firmware updates when they start (default true). */
+  updatesEnabled?: boolean;
+  /** Shares of updates the devices fail (refuse, fail the check, never come back, come back on the old version). */
+  updateFailures?: UpdateFailures;
+  /** Draws the fate of each update (tests pass their own). */
+  random?: () => number;
 }
 
 export interface SimulationProgress { connected: number; failed: number; total: number }
@@ -34,15 +43,18 @@ export interface SimulationResult {
   connectRate: number;
   errors: string[];
   devices: Device[];
+  /** What the devices did with the firmware updates offered to them, counted as they happen. */
+  updates: UpdateTally;
 }
 
 /**
  * One simulated device, not connected yet: the functions `led` (1 for "on", else 0) and `echo`
  * (the argument's length), the variables `temp` (double) and `uptime` (int32), and the
  * configuration modules of the default tracker schema, taking every value it allows (so a
- * product's settings reach it and show in sync).
+ * product's settings reach it and show in sync). It takes firmware updates as simulateUpdates
+ * says, failing the shares of `updates.failures`.
  */
-export async function simulatedDevice(options: DeviceOptions): Promise<Device> {
+export async function simulatedDevice(options: DeviceOptions, updates: { failures?: UpdateFailures; tally?: UpdateTally; random?: () => number } = {}): Promise<Device> {
   const device = createDevice(options);
   const bootedAt = Date.now();
   let temp = 20 + Math.random() * 5;
@@ -51,6 +63,7 @@ export async function simulatedDevice(options: DeviceOptions): Promise<Device> {
     .function('echo', (arg) => arg.length)
     .variable('temp', 'double', () => (temp += (Math.random() - 0.5) / 10))
     .variable('uptime', 'int32', () => Math.floor((Date.now() - bootedAt) / 1000));
+  simulateUpdates(device, updates.failures ?? NO_FAILURES, updates.tally ?? emptyTally(), updates.random);
   for (const [name, bindings] of schemaModules(defaultSchema())) await device.configModule(name, bindings);
   return device;
 }
@@ -70,13 +83,18 @@ export async function runSimulation(options: SimulationOptions, hooks: { onProgr
   const started = Date.now();
   const report = () => hooks.onProgress?.({ connected, failed, total });
   const connecting = new Set<Device>();
+  const updates = emptyTally();
+  const taking = { failures: options.updateFailures ?? NO_FAILURES, tally: updates, random: options.random };
   const abort = () => { for (const d of connecting) void d.close(); };
   options.signal?.addEventListener('abort', abort, { once: true });
 
   async function worker(): Promise<void> {
     while (next < total && !options.signal?.aborted) {
       const who = options.identities[next++] as Identity;
-      const device = await simulatedDevice({ url: options.mqttUrl, id: who.id, secret: who.secret, systemFirmwareVersion: options.systemFirmwareVersion ?? '5.8.0' });
+      const device = await simulatedDevice({
+        url: options.mqttUrl, id: who.id, secret: who.secret, systemFirmwareVersion: options.systemFirmwareVersion ?? '5.8.0',
+        firmwareVersion: options.firmwareVersion, updatesEnabled: options.updatesEnabled ?? true,
+      }, taking);
       connecting.add(device);
       try {
         await device.connect({ timeoutMs: options.connectTimeoutMs ?? 30_000 });
@@ -98,7 +116,7 @@ export async function runSimulation(options: SimulationOptions, hooks: { onProgr
   options.signal?.removeEventListener('abort', abort);
   const elapsedMs = Date.now() - started;
   const skipped = total - connected - failed;
-  return { total, connected, failed, skipped, elapsedMs, connectRate: perSecond(connected, elapsedMs), errors, devices };
+  return { total, connected, failed, skipped, elapsedMs, connectRate: perSecond(connected, elapsedMs), errors, devices, updates };
 }
 
 /** Reads identities from the CSV (`id,secret` or `device_id,device_secret` header) or JSON that provisioning writes. */

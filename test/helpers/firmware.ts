@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
+import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import mqtt from 'mqtt';
 import reader from 'binary-version-reader';
+import type { Bus } from '../../src/bus/bus.js';
+import { FIRMWARE_RELEASED, type FirmwareReleased } from '../../src/services/firmware/index.js';
+import type { FirmwareSource, FirmwareTarget } from '../../src/services/firmware/updates/source.js';
 import { raw, type RawResponse } from './http.js';
 import { newProduct, signUp } from './fixtures.js';
 import type { Identity } from './device.js';
@@ -68,4 +72,46 @@ export function apiCalls(server: () => { url: string }) {
     return { token, username, product, base: `/v1/products/${product.id}` };
   }
   return { call, ok, refused, team };
+}
+
+export const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
+
+export function signingKeys(): { publicKey: KeyObject; privateKey: KeyObject } {
+  return generateKeyPairSync('ed25519');
+}
+
+/**
+ * What product firmware would answer, set by the test, for the transfer's tests: the version each
+ * device should run and the images. `loads` counts the images read (a node holds each once).
+ * `released` tells the nodes, as the product firmware's bus notice does.
+ */
+export function testFirmware() {
+  const targets = new Map<string, FirmwareTarget>();
+  const images = new Map<string, Buffer>();
+  const loads: string[] = [];
+  const source: FirmwareSource = {
+    targetFor: async (id) => targets.get(id) ?? null,
+    async image(productId, version) {
+      loads.push(`${productId}/${version}`);
+      const image = images.get(`${productId}/${version}`);
+      if (!image) throw new Error(`no image ${productId}/${version}`);
+      return image;
+    },
+  };
+  return {
+    source,
+    loads,
+    /** Targets `devices` at `version` of `image`; signed with `key` (or a wrong `signature`) when given. */
+    target(devices: string[], productId: number, version: number, image: Buffer, options: { key?: KeyObject; signature?: Buffer } = {}): FirmwareTarget {
+      images.set(`${productId}/${version}`, image);
+      const signature = options.signature ?? (options.key ? sign(null, image, options.key) : null);
+      const target: FirmwareTarget = { productId, version, sha256: sha256(image), size: image.length, signature };
+      for (const id of devices) targets.set(id, target);
+      return target;
+    },
+    /** The product firmware's notice that what devices should run changed (`immediate`: at once, not at their next connection). */
+    released(bus: Bus, productId: number, deviceIds: string[] | null = null, immediate = true): void {
+      bus.notify(FIRMWARE_RELEASED, { productId, deviceIds, immediate, cause: 'release' } satisfies FirmwareReleased);
+    },
+  };
 }

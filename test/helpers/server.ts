@@ -7,6 +7,7 @@ import type { Db } from '../../src/storage/db.js';
 import { openEmbedded } from '../../src/storage/embedded.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { openPostgres } from '../../src/storage/postgres.js';
+import type { FirmwareSource } from '../../src/services/firmware/updates/source.js';
 import { admin, databaseUrl } from './templates.js';
 import { serveInProcess } from './http.js';
 
@@ -72,6 +73,8 @@ export interface TestServerOptions {
   wrapDb?: (db: Db) => Db;
   /** Puts something between parts of the server, to order what races would (createSkyport's seams). */
   seams?: Seams;
+  /** Which firmware devices should run, and its images (createSkyport's `firmware`). */
+  firmware?: FirmwareSource;
 }
 
 /**
@@ -89,7 +92,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   await migrate(opened);
   const db = options.wrapDb ? options.wrapDb(opened) : opened;
   const clock = options.clock ?? systemClock;
-  const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: process.env.TEST_LOG ? undefined : false, ...(options.seams ? { seams: options.seams } : {}) });
+  const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: process.env.TEST_LOG ? undefined : false, ...(options.seams ? { seams: options.seams } : {}), ...(options.firmware ? { firmware: options.firmware } : {}) });
   // A free MQTT port unless the test chose one (MQTT_PORT).
   const { url, mqttUrl, wsUrl } = await skyport.listen({ host: '127.0.0.1', port: 0, ...(options.env?.MQTT_PORT ? {} : { mqttPort: 0 }) });
   // raw() reaches it through inject(); client libraries, devices and event streams through its ports.

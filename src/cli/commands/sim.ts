@@ -20,6 +20,9 @@ interface SimOptions {
   softapTcpPort?: string;
   wifi?: string;
   platformId?: string;
+  firmwareVersion?: string;
+  updatesDisabled?: boolean;
+  failUpdates?: string;
 }
 
 const positive = (raw: string | undefined, name: string, fallback: number, max: number): number => {
@@ -87,6 +90,9 @@ export function registerSimCommand(program: Command): void {
     .option('--softap-tcp-port <port>', 'TCP setup port of the first device, the next ones follow (0: any free port)', '0')
     .option('--wifi <file>', 'the Wi-Fi networks around the devices: a JSON list of {ssid, password, security, channel, rssi}')
     .option('--platform-id <id>', 'Device OS platform of the devices (cellular ones, e.g. 13, have no Wi-Fi step)')
+    .option('--firmware-version <n>', 'product firmware version the devices run when they start')
+    .option('--updates-disabled', 'the devices start with firmware updates disabled (as System.disableUpdates())')
+    .option('--fail-updates <shares>', 'shares of firmware updates the devices fail, e.g. refuse=0.1,check=0.05,vanish=0.05,revert=0.02')
     // --api-url and --json are the command line's global options (src/cli/lib/context.ts).
     .action(async (_opts: SimOptions, cmd: Command) => {
       const opts = cmd.optsWithGlobals<SimOptions>();
@@ -106,11 +112,13 @@ export function registerSimCommand(program: Command): void {
     });
 }
 
-const port = (raw: string | undefined, name: string): number => {
-  if (raw === undefined) return 0;
-  if (!/^\d+$/.test(raw) || Number(raw) > 65_535) throw new Error(`--${name} must be a port number from 0 to 65535`);
+/** A whole number from 0 to `max` (`what` names it in the error). */
+function whole(raw: string, name: string, max: number, what = 'whole number'): number {
+  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new Error(`--${name} must be a ${what} from 0 to ${max}`);
   return Number(raw);
-};
+}
+
+const port = (raw: string | undefined, name: string): number => (raw === undefined ? 0 : whole(raw, name, 65_535, 'port number'));
 
 /** The API and the MQTT URL: the options, else the environment, else the API's host on 1883. */
 function addresses(opts: SimOptions): { apiUrl: string; mqttUrl: string } {
@@ -167,8 +175,11 @@ async function simulate(opts: SimOptions, signal: AbortSignal): Promise<void> {
   const duration = durationOf(opts);
   const concurrency = positive(opts.concurrency, 'concurrency', 200, 10_000);
   const connectTimeoutMs = positive(opts.connectTimeout, 'connect-timeout', 30, 3600) * 1000;
+  const firmwareVersion = opts.firmwareVersion === undefined ? undefined : whole(opts.firmwareVersion, 'firmware-version', 65_534);
   // The simulator brings MQTT and the device SDK: loaded when a simulation runs, not for every command.
   const { readIdentities, runSimulation } = await import('../../sim/simulator.js');
+  const { parseUpdateFailures } = await import('../../sim/updates.js');
+  const updateFailures = opts.failUpdates === undefined ? undefined : parseUpdateFailures(opts.failUpdates);
   let identities: Identity[];
   if (opts.credentials) {
     identities = readIdentities(opts.credentials);
@@ -195,7 +206,7 @@ async function simulate(opts: SimOptions, signal: AbortSignal): Promise<void> {
 
   const bar = progressPrinter('connecting  ');
   const result = await runSimulation(
-    { mqttUrl, identities, signal, concurrency, connectTimeoutMs },
+    { mqttUrl, identities, signal, concurrency, connectTimeoutMs, firmwareVersion, updatesEnabled: !opts.updatesDisabled, updateFailures },
     { onProgress: (p: SimulationProgress) => bar.update(p.connected + p.failed, p.total, p.failed ? ` (${p.failed} failed)` : '') },
   );
   bar.end();
@@ -223,5 +234,11 @@ async function simulate(opts: SimOptions, signal: AbortSignal): Promise<void> {
     await runUntilStopped(signal, duration);
   }
   await Promise.all(result.devices.map((d) => d.close().catch(() => undefined)));
+  // What became of the firmware updates offered while it ran (docs/sdk.md, "Firmware updates").
+  const u = result.updates;
+  if (u.offered > 0) {
+    const firmware = { offered: u.offered, applied: u.applied, refused: u.refused, check_failed: u.checkFailed, vanished: u.vanished, reverted: u.reverted };
+    process.stdout.write(opts.json ? `${JSON.stringify({ firmware })}\n` : `${'firmware'.padEnd(14)}${Object.entries(firmware).map(([k, v]) => `${v} ${k.replace('_', ' ')}`).join(', ')}\n`);
+  }
   if (result.failed > 0) process.exitCode = 1;
 }

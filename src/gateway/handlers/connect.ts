@@ -46,6 +46,8 @@ async function accept(s: Session, packet: IConnectPacket): Promise<boolean> {
   s.version = version;
   if (version === 5) (s.parser as unknown as { settings: { protocolVersion: number } }).settings.protocolVersion = 5;
   s.keepaliveSeconds = packet.keepalive ?? 0;
+  // What the cloud sends must fit (MQTT 5 §3.1.2.11.4): firmware chunks are sized by it.
+  s.maxPacketToDevice = packet.properties?.maximumPacketSize ?? 0;
 
   const id = (packet.username || packet.clientId || '').toLowerCase();
   if (!isDeviceId(id) || (packet.clientId && packet.clientId.toLowerCase() !== id)) return refuse(s, 'identifier');

@@ -3,6 +3,7 @@ import { isDomainError } from '../../domain/errors.js';
 import {
   BadPayload, CLAIMED_EVENT, cloudTopic, parseClaim, parseConfigAck, parseConfigHello, parseDeviceEvent, parseDeviceTopic, parseHello, parseReply, publishLimit,
 } from '../../domain/device-protocol.js';
+import { parseOtaMessage } from '../../domain/ota-protocol.js';
 import type { SessionDevice } from '../context.js';
 import type { Session } from '../session.js';
 import { publishToDevice, reportError, send } from '../outgoing.js';
@@ -29,6 +30,11 @@ export function publish(s: Session, packet: IPublishPacket): void {
       case 'claim': claim(s, payload); break;
       case 'event': stored = deviceEvent(s, target.name, payload); break;
       case 'config': if (target.path === 'hello') s.ctx.configHello(device.id, parseConfigHello(payload)); else configAck(s, payload); break;
+      case 'ota': {
+        const refused = s.ctx.ota(device.id, parseOtaMessage(target.path, payload));
+        if (refused) reportError(s, packet.topic, refused.error, refused.message);
+        break;
+      }
     }
   } catch (err) {
     if (!(err instanceof BadPayload)) throw err;
@@ -75,6 +81,9 @@ function hello(s: Session, payload: Buffer): void {
   if (said.variables) device.variables = said.variables;
   if (said.systemFirmwareVersion) device.systemFirmwareVersion = said.systemFirmwareVersion;
   s.ctx.describe(device.id, said);
+  const first = !s.helloed;
+  s.helloed = true;
+  s.ctx.firmwareHello(device.id, said, first);
   wakeWaiters(s);
 }
 
