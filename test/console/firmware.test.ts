@@ -8,10 +8,12 @@ import { newProduct, PASSWORD, signUp } from '../helpers/fixtures.js';
 import { provision } from '../helpers/device.js';
 import { firmwareBinary, reportVersion, uploaded } from '../helpers/firmware.js';
 import { consoleUnderTest, fitsPhoneWidth, logIn, newPage, seriousA11yViolations } from '../helpers/browser.js';
+import { runSimulation } from '../../src/sim/simulator.js';
 
 /**
  * The Firmware and Groups pages in Chromium: uploads (a refusal said in words), the list, edit,
- * download and delete; a release to a group with its impact and the server's warning; groups made,
+ * download and delete; a release to a group with its impact and the server's warning; a group's
+ * simulated device updated over the air while the page shows it, and one outside it left alone; groups made,
  * changed and deleted; devices put in groups from the fleet's list and the list filtered by
  * group; a device's firmware lock, forced updates and groups on its page.
  */
@@ -116,6 +118,49 @@ describe('the firmware and groups pages', { concurrency: true, timeout: 120_000 
     const targets = await Promise.all(devices.map(async (d) => (await api(`/v1/products/${product.id}/devices/${d.id}`, token)).json.targeted_firmware_release_version));
     assert.deepEqual(targets, [2, 2, null], 'the group is given version 2; the device outside it is not');
     await page.context().close();
+  });
+
+  test('a binary uploaded and released to a group in the page: the group\'s simulated device updates while the page shows it; a device outside the group stays', async () => {
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Over the air');
+    const [inGroup, outside] = await Promise.all([0, 1].map(() => provision(tested.server.url, token, product.id)));
+    assert.equal((await api(`/v1/products/${product.id}/devices/${inGroup!.id}`, token, { method: 'PUT', json: { groups: ['field'] } })).status, 200);
+    const sim = await runSimulation({ mqttUrl: tested.server.mqttUrl, identities: [inGroup!, outside!], firmwareVersion: 1 });
+    try {
+      const running = async (id: string) => (await api(`/v1/products/${product.id}/devices/${id}`, token)).json.firmware_version;
+      await eventually(async () => ((await running(inGroup!.id)) === 1 && (await running(outside!.id)) === 1 ? true : undefined), 10_000, 'the devices said they run version 1');
+      const page = await opened(username, `/products/${product.slug}/firmware`, 'Firmware');
+      const updates = page.getByRole('region', { name: 'Updates' });
+      await updates.getByText('No device has been offered an update yet').waitFor();
+
+      await page.getByRole('button', { name: 'Upload a version' }).click();
+      await page.getByLabel('Firmware binary').setInputFiles({ name: 'field.bin', mimeType: 'application/octet-stream', buffer: firmwareBinary(product.id, 2, { dataSize: 30_000 }) });
+      await page.getByLabel('Title').fill('Field test');
+      await page.getByRole('button', { name: 'Upload', exact: true }).click();
+      await page.getByRole('status').getByText('Version 2 uploaded: Field test').waitFor();
+      await page.getByRole('button', { name: 'Release version 2' }).click();
+      await page.getByRole('checkbox', { name: /Group field/ }).check();
+      await page.getByRole('checkbox', { name: /Update online devices now/ }).check();
+      const impact = page.getByRole('status', { name: 'Impact' });
+      await impact.getByText('1 device would update: 1 from version 1.').waitFor();
+      await page.getByRole('button', { name: 'Release version 2…' }).click();
+      await page.getByRole('button', { name: 'Yes, release it' }).click();
+      await page.getByText('Version 2 is released to group field.').waitFor();
+
+      // The page follows the update: the bar's words, then the version's count of devices running it.
+      const bars = updates.getByRole('list', { name: 'Updates by version' });
+      await bars.getByText('Version 2').waitFor({ timeout: 15_000 });
+      await bars.getByText('1 device: 1 updated').waitFor({ timeout: 15_000 });
+      await row(page, /^2 Field test/).getByText('1 device').waitFor();
+      assert.equal(await bars.getByRole('listitem').count(), 1, 'only the version released');
+      await checked(page, 'the firmware page with its updates');
+      assert.deepEqual([await running(inGroup!.id), await running(outside!.id)], [2, 1], 'the group\'s device runs version 2; the other stays on 1');
+      assert.equal(await tested.server.skyport.services.firmwareUpdates.stateOf(outside!.id), null, 'nothing offered to the device outside the group');
+      assert.equal(sim.updates.applied, 1);
+      await page.context().close();
+    } finally {
+      await Promise.all(sim.devices.map((d) => d.close()));
+    }
   });
 
   test('groups: a name refused in words, made with a colour and description, renamed, deleted after a confirmation', async () => {

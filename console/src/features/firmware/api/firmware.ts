@@ -6,12 +6,14 @@ import type { Session } from '../../../lib/session.js';
 export type FirmwareVersion = ApiAnswer<'/v1/products/{productIdOrSlug}/firmware'>[number];
 export type Released = ApiAnswer<'/v1/products/{productIdOrSlug}/firmware/release', 'put'>;
 export type Impact = ApiAnswer<'/v1/products/{productIdOrSlug}/impact'>['devices']['firmware_update'];
+export type VersionProgress = ApiAnswer<'/v1/products/{productIdOrSlug}/firmware/updates'>['versions'][number];
 
-/** The firmware's query keys, by product: everything of it (to refresh after a change), the list, the impact of a release. */
+/** The firmware's query keys, by product: everything of it (to refresh after a change), the list, the impact of a release, the updates' progress. */
 export const firmwareKeys = {
   of: (product: string) => ['firmware', product] as const,
   list: (product: string) => ['firmware', product, 'list'] as const,
   impact: (product: string, release: ReleaseChoice) => ['firmware', product, 'impact', release] as const,
+  updates: (product: string) => ['firmware', product, 'updates'] as const,
 };
 
 /** What a release sends: the version, as the product default or not, to exactly these groups, at once or not. */
@@ -28,6 +30,12 @@ const atVersion = (product: string, version: number) => ({ params: { path: { pro
 export const firmwareQuery = (session: Session, product: string) => queryOptions({
   queryKey: firmwareKeys.list(product),
   queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/firmware', at(product)),
+});
+
+/** The product's updates counted by version and by where each stands (GET …/firmware/updates). */
+export const updatesQuery = (session: Session, product: string) => queryOptions({
+  queryKey: firmwareKeys.updates(product),
+  queryFn: async () => (await api(session.token).GET('/v1/products/{productIdOrSlug}/firmware/updates', at(product))).versions,
 });
 
 /** How many devices the release would update, counted by the version they run (GET …/impact, Particle's action). */

@@ -4,12 +4,13 @@ import type { Session } from '../../../lib/session.js';
 import { firmwareQuery } from '../api/firmware.js';
 import { EditFirmware, FirmwareList, type Opened } from './FirmwareList.js';
 import { ReleaseFirmware } from './ReleaseFirmware.js';
+import { UpdateProgress } from './UpdateProgress.js';
 import { UploadFirmware } from './UploadFirmware.js';
 
 /**
  * A product's Firmware page (docs/console.md, "Firmware"): upload a version, the versions with
  * where each is released and how many devices run it, release one to the fleet or to groups,
- * edit, download or delete one.
+ * edit, download or delete one; and where the devices' updates stand.
  *
  * `rollouts`: the place of staged rollouts on this page (their waves, thresholds and progress),
  * given by app/ once the rollouts feature exists; nothing is shown until then.
@@ -37,6 +38,7 @@ export function Firmware({ session, product, rollouts }: { session: Session; pro
       {list.data && list.data.length > 0 && <FirmwareList {...p} versions={list.data} onOpen={setOpened} />}
       {openedVersion && opened.kind === 'release' && <ReleaseFirmware key={`r${opened.version}`} {...p} firmware={openedVersion} onClose={() => setOpened(null)} />}
       {openedVersion && opened.kind === 'edit' && <EditFirmware key={`e${opened.version}`} {...p} firmware={openedVersion} onClose={() => setOpened(null)} />}
+      <UpdateProgress {...p} />
       {rollouts}
     </section>
   );
