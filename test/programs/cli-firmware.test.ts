@@ -8,8 +8,10 @@ import { newProduct, signUp } from '../helpers/fixtures.js';
 import { provision } from '../helpers/device.js';
 import { firmwareBinary, reportVersion, uploaded } from '../helpers/firmware.js';
 import { cliHome, failedWith, skyport } from '../helpers/cli.js';
+import { eventually } from '../helpers/eventually.js';
+import { runSimulation } from '../../src/sim/simulator.js';
 
-/** The skyport CLI: `firmware upload|list|get|edit|delete|release|download` and `groups list|create|edit|delete|add|remove`. */
+/** The skyport CLI: `firmware upload|list|get|edit|delete|release|progress|download` and `groups list|create|edit|delete|add|remove`. */
 let server: TestServer;
 before(async () => { server = await startTestServer(); });
 after(async () => { await server.close(); });
@@ -104,6 +106,28 @@ test('firmware release: a dry run counts the devices it would update; to groups 
   assert.equal(notDefault.stdout, `released version 1 of product ${product.slug}: no longer released; devices update when they next connect\n`);
   assert.deepEqual(await targets(), [2, 2, null]);
   failedWith(await run(['firmware', 'release', '2', '--groups', 'nope']), /^skyport: invalid_request: .*nope.* \[400\]$/);
+});
+
+test('firmware progress: where the devices\' updates stand, by version', async () => {
+  const { token, product, home, env } = await team();
+  const run = (args: string[]) => skyport(args, { home, env });
+  const none = await run(['firmware', 'progress']);
+  assert.equal(none.stdout, `no updates yet (product ${product.slug})\n`);
+  await uploaded(server.url, token, product.id, 2);
+  const who = await provision(server.url, token, product.id);
+  const sim = await runSimulation({ mqttUrl: server.mqttUrl, identities: [who], firmwareVersion: 1 });
+  try {
+    await eventually(async () => ((await raw(`${server.url}/v1/products/${product.id}/devices/${who.id}`, { token })).json.firmware_version === 1 ? true : undefined));
+    assert.equal((await run(['firmware', 'release', '2', '--default', '--intelligent'])).code, 0);
+    await eventually(async () => ((await raw(`${server.url}/v1/products/${product.id}/devices/${who.id}`, { token })).json.firmware_version === 2 ? true : undefined), 15_000, 'the device updated');
+    const [people, script] = await Promise.all([run(['firmware', 'progress']), run(['firmware', 'progress', '--json'])]);
+    assert.equal(people.code, 0, people.stderr);
+    assert.match(people.stdout, /^VERSION\s+DEVICES\s+UPDATED\s+APPLYING\s+DOWNLOADING\s+WAITING\s+FAILED$/m);
+    assert.match(people.stdout, /^2\s+1\s+1\s+0\s+0\s+0\s+0$/m);
+    assert.deepEqual(script.json, { versions: [{ version: 2, total: 1, states: { pending: 0, downloading: 0, applying: 0, succeeded: 1, failed: 0 } }] });
+  } finally {
+    await Promise.all(sim.devices.map((d) => d.close()));
+  }
 });
 
 test('groups create, list, edit, add and remove devices, delete; the fleet listed by group; a refused name in one line', async () => {

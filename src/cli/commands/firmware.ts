@@ -1,6 +1,7 @@
 import { open } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
+import type { VersionProgress } from '../../domain/firmware-updates.js';
 import type { FirmwareView } from '../../services/firmware/images.js';
 import { readModule } from '../../services/firmware/module.js';
 import { refusalOf } from '../lib/api.js';
@@ -11,7 +12,8 @@ import { fields, productOf, productRef } from '../lib/resources.js';
 
 /**
  * Product firmware (docs/firmware.md; docs/api.md, "Firmware"): upload a binary, list, show,
- * edit, delete and download versions, and release one to the fleet or to groups.
+ * edit, delete and download versions, release one to the fleet or to groups, and where the
+ * devices' updates stand.
  */
 type Released = FirmwareView & { warnings: string[] };
 interface Impact { devices: { firmware_update: { total: number; by_version: Array<{ version: number; total: number }> } } }
@@ -206,6 +208,24 @@ export function registerFirmwareCommands(program: Command): void {
     .option('--dry-run', 'say how many devices the release would update, and release nothing')
     .option(...productOption)
     .action(async (raw: string, opts: ReleaseOptions, cmd: Command) => release(await contextOf(cmd), raw, opts));
+
+  firmware.command('progress')
+    .description('where the devices\' updates stand, by version: offered, updated, applying, downloading, waiting, failed')
+    .option(...productOption)
+    .action(async (opts: { product?: string }, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const p = await productOf(ctx, opts.product);
+      const answer = await p.request<{ versions: VersionProgress[] }>('GET', '/firmware/updates');
+      ctx.out.result(answer, () => (answer.versions.length === 0 ? `no updates yet (product ${p.ref})` : table(answer.versions, [
+        ['VERSION', (v) => v.version],
+        ['DEVICES', (v) => v.total],
+        ['UPDATED', (v) => v.states.succeeded],
+        ['APPLYING', (v) => v.states.applying],
+        ['DOWNLOADING', (v) => v.states.downloading],
+        ['WAITING', (v) => v.states.pending],
+        ['FAILED', (v) => v.states.failed],
+      ])));
+    });
 
   firmware.command('download')
     .description('save a version\'s binary, as uploaded')
