@@ -188,6 +188,13 @@ async function heapSampler(inspectorUrl: string) {
   };
 }
 
+/** CPU seconds of the device processes from now on. */
+function cpuOf(children: CommandChild[]): () => number {
+  const sum = () => children.reduce((n, c) => n + (cpuSeconds(c.child.pid) ?? 0), 0);
+  const first = sum();
+  return () => round2(sum() - first);
+}
+
 async function bytesSent(sky: Skyport): Promise<number> {
   const text = await (await fetch(`${sky.url}/metrics`)).text();
   const m = /^skyport_firmware_bytes_sent_total(?:\{[^}]*\})? (\d+(?:\.\d+)?(?:e\+?\d+)?)$/m.exec(text);
@@ -198,7 +205,7 @@ async function bytesSent(sky: Skyport): Promise<number> {
 // ---------------------------------------------------------------------------------------------
 // The baseline: Mosquitto.
 
-async function baseline(fleet: Fleet, image: Buffer) {
+async function baseline(fleet: Fleet, children: CommandChild[], image: Buffer) {
   const broker = await startMosquitto();
   const brokerUrl = `mqtt://${broker.host}:${broker.port}`;
   const tag = Math.random().toString(16).slice(2, 8);
@@ -206,9 +213,13 @@ async function baseline(fleet: Fleet, image: Buffer) {
   await fleet.setup(brokerUrl, identities, false, false);
   const rss = rssSampler({ mosquitto: broker.pid });
   const cpu0 = cpuSeconds(broker.pid);
+  const devicesCpu = cpuOf(children);
+  const publisher0 = process.cpuUsage();
   const sent = await carryOverBroker({ brokerUrl, deviceIds: identities.map((d) => d.id), image, version: NEW, chunkSize: DEFAULT_CHUNK_BYTES, window: DEFAULT_WINDOW, atOnce: BASELINE_AT_ONCE });
   const s = await until(fleet, (x) => x.held === DEVICES, 'baseline');
   const cpu1 = cpuSeconds(broker.pid);
+  const publisher = process.cpuUsage(publisher0);
+  const devicesCpuS = devicesCpu();
   const memory = rss();
   await fleet.close();
   await broker.stop();
@@ -220,12 +231,15 @@ async function baseline(fleet: Fleet, image: Buffer) {
     chunks: sent.chunks,
     received: s.received,
     mosquittoCpuS: cpu0 === null || cpu1 === null ? null : round2(cpu1 - cpu0),
+    /** This process's CPU over the transfer: the publisher, and the polling of the devices. */
+    publisherCpuS: round2((publisher.user + publisher.system) / 1e6),
+    devicesCpuS,
     mosquittoRssMb: memory.mosquitto,
     heldBySecond: bySecond(s.heldTimes, sent.startedAt),
     atOnce: BASELINE_AT_ONCE,
     load: loads(),
   };
-  console.log(`  baseline, Mosquitto: ${DEVICES} devices held the ${image.length}-byte image ${row.seconds} s after the publisher started (${row.rateMiBs} MiB/s; ${row.chunks} chunks, ${BASELINE_AT_ONCE} transfers at once); Mosquitto ${row.mosquittoCpuS} s CPU, RSS ${row.mosquittoRssMb?.beforeMb} → ${row.mosquittoRssMb?.peakMb} MB at most`);
+  console.log(`  baseline, Mosquitto: ${DEVICES} devices held the ${image.length}-byte image ${row.seconds} s after the publisher started (${row.rateMiBs} MiB/s; ${row.chunks} chunks, ${BASELINE_AT_ONCE} transfers at once); Mosquitto ${row.mosquittoCpuS} s CPU, the publisher ${row.publisherCpuS} s, the devices ${row.devicesCpuS} s; RSS ${row.mosquittoRssMb?.beforeMb} → ${row.mosquittoRssMb?.peakMb} MB at most`);
   return row;
 }
 
@@ -275,6 +289,7 @@ async function runStore(store: Store, fleet: Fleet, children: CommandChild[], si
   const sent0 = await bytesSent(sky);
   const rss = rssSampler({ server: sky.pid, ...Object.fromEntries(children.map((c, k) => [`devices${k}`, c.child.pid ?? 0])) });
   const cpu0 = cpuSeconds(sky.pid);
+  const devicesCpu = cpuOf(children);
   const t0 = now();
   const release = await api<Record<string, unknown>>(`${sky.url}/v1/products/${productId}/firmware/release`, { method: 'PUT', token, json: { version: NEW, product_default: true, intelligent: true } });
   const s = await until(fleet, (x) => x.back === DEVICES, `${store}: every device back on version ${NEW}`);
@@ -286,6 +301,7 @@ async function runStore(store: Store, fleet: Fleet, children: CommandChild[], si
     else if (now() - devicesBack > 60_000) throw new Error('the API did not show every device on the new version within 60 s of their hellos');
   }
   const cpu1 = cpuSeconds(sky.pid);
+  const devicesCpuS = devicesCpu();
   const memory = rss();
   const heapUsage = await heap?.();
   const probed: PhaseProbe | undefined = await probe?.stop(join(ROOT, 'bench', 'results', `ota-${store}-${Date.now()}.cpuprofile`));
@@ -320,6 +336,7 @@ async function runStore(store: Store, fleet: Fleet, children: CommandChild[], si
     offers: s.offers,
     received: s.received,
     serverCpuS: cpu0 === null || cpu1 === null ? null : round2(cpu1 - cpu0),
+    devicesCpuS,
     rssMb: memory,
     ...(heapUsage ? { heapMb: heapUsage } : {}),
     /** The image held once per device would be DEVICES × its size. */
@@ -329,7 +346,7 @@ async function runStore(store: Store, fleet: Fleet, children: CommandChild[], si
     load: loads(),
     ...(probed ? { probe: probed } : {}),
   };
-  console.log(`  skyport (${store}): first offer after ${row.firstOfferS} s; every device held the image after ${row.transferS} s (${row.transferRateMiBs} MiB/s), ran version ${NEW} after ${row.updateS} s (${row.updateRateMiBs} MiB/s), shown by the API after ${row.shownS} s; ${row.bytesSent} bytes sent (${round2(row.bytesSent / total)} × the images); server ${row.serverCpuS} s CPU, RSS ${row.rssMb.server?.beforeMb} → ${row.rssMb.server?.peakMb} MB at most (the image once per device: ${row.imageTimesDevicesMb} MB)`);
+  console.log(`  skyport (${store}): first offer after ${row.firstOfferS} s; every device held the image after ${row.transferS} s (${row.transferRateMiBs} MiB/s), ran version ${NEW} after ${row.updateS} s (${row.updateRateMiBs} MiB/s), shown by the API after ${row.shownS} s; ${row.bytesSent} bytes sent (${round2(row.bytesSent / total)} × the images); server ${row.serverCpuS} s CPU (the devices ${row.devicesCpuS} s), RSS ${row.rssMb.server?.beforeMb} → ${row.rssMb.server?.peakMb} MB at most (the image once per device: ${row.imageTimesDevicesMb} MB)`);
   console.log(`  resume (${store}): cut at half way, ${row.resume.offers} offers; the server sent ${row.resume.bytesSent} bytes for the ${image.length}-byte image (${row.resume.ratio} ×; ${row.resume.beyondImage} bytes more than the image: chunks on their way when the connection dropped)`);
   return row;
 }
@@ -345,30 +362,34 @@ async function main(): Promise<void> {
   const children = await Promise.all(Array.from({ length: PROCESSES }, (_, k) => startCommandChild('ota-devices.ts', `devices ${k}`, (err) => { failure ??= err; })));
   const fleet = fleetOf(children);
 
-  // The baseline's image: the same size (its content is not looked at by the broker).
-  const base = await baseline(fleet, firmwareImage(1, NEW, IMAGE_BYTES));
-  const rows: Array<Awaited<ReturnType<typeof runStore>>> = [];
+  // The baseline runs just before each store's run, so that each ratio compares runs minutes
+  // apart on a machine whose load moves. Its image is the same size (the broker does not look in it).
+  const rows: Array<Awaited<ReturnType<typeof runStore>> & { baseline: Awaited<ReturnType<typeof baseline>>; ratio: { transfer: number; update: number } }> = [];
   for (const store of stores) {
-    console.log(`skyport on the ${store} store:`);
-    rows.push(await runStore(store, fleet, children, IMAGE_BYTES));
+    console.log(`${store} store, and its baseline just before:`);
+    const base = await baseline(fleet, children, firmwareImage(1, NEW, IMAGE_BYTES));
+    check();
+    const row = await runStore(store, fleet, children, IMAGE_BYTES);
+    rows.push({ ...row, baseline: base, ratio: { transfer: round2(row.transferRateMiBs / base.rateMiBs), update: round2(row.updateRateMiBs / base.rateMiBs) } });
     check();
   }
   await Promise.all(children.map((c) => c.stop()));
 
   const load1 = loads();
   const commit = gitCommit();
-  const ratio = (rate: number) => round2(rate / base.rateMiBs);
   const lines = [
     '| run | store | all images held, s | all on the new version, s | MiB/s (to the new version) | ratio to Mosquitto (held / new version) | bytes sent ÷ images | server CPU s | server RSS before → peak MB | resume: bytes sent ÷ image | load |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
-    `| Mosquitto + bare publisher | - | ${base.seconds} | - | ${base.rateMiBs} | 1 | - | (Mosquitto ${base.mosquittoCpuS}) | (Mosquitto ${base.mosquittoRssMb?.beforeMb} → ${base.mosquittoRssMb?.peakMb}) | - | ${base.load[0]} |`,
-    ...rows.map((r) => `| Skyport | ${r.store} | ${r.transferS} | ${r.updateS} | ${r.updateRateMiBs} | ${ratio(r.transferRateMiBs)} / ${ratio(r.updateRateMiBs)} | ${round2(r.bytesSent / (DEVICES * IMAGE_BYTES))} | ${r.serverCpuS} | ${r.rssMb.server?.beforeMb} → ${r.rssMb.server?.peakMb} | ${r.resume.ratio} | ${r.load[0]} |`),
+    ...rows.flatMap((r) => [
+      `| Mosquitto + bare publisher, just before | - | ${r.baseline.seconds} | - | ${r.baseline.rateMiBs} | 1 | - | Mosquitto ${r.baseline.mosquittoCpuS}, publisher ${r.baseline.publisherCpuS} | (Mosquitto ${r.baseline.mosquittoRssMb?.beforeMb} → ${r.baseline.mosquittoRssMb?.peakMb}) | - | ${r.baseline.load[0]} |`,
+      `| Skyport | ${r.store} | ${r.transferS} | ${r.updateS} | ${r.updateRateMiBs} | ${r.ratio.transfer} / ${r.ratio.update} | ${round2(r.bytesSent / (DEVICES * IMAGE_BYTES))} | ${r.serverCpuS} | ${r.rssMb.server?.beforeMb} → ${r.rssMb.server?.peakMb} | ${r.resume.ratio} | ${r.load[0]} |`,
+    ]),
   ];
   // A copy of the image per transfer under way would add at least this much to the server's memory.
   const copies = mib(Math.min(DEVICES, SERVER_TRANSFERS) * IMAGE_BYTES);
-  const growth = (r: (typeof rows)[number]) => round2((r.rssMb.server?.peakMb ?? Infinity) - (r.rssMb.server?.beforeMb ?? 0));
+  const growth = (r: { rssMb: Record<string, { beforeMb: number; peakMb: number }> }) => round2((r.rssMb.server?.peakMb ?? Infinity) - (r.rssMb.server?.beforeMb ?? 0));
   const goals = rows.flatMap((r) => [
-    { goal: `every device on the new version at >= ${GOAL_RATIO} x Mosquitto's rate`, store: r.store, value: String(ratio(r.updateRateMiBs)), met: ratio(r.updateRateMiBs) >= GOAL_RATIO },
+    { goal: `every device on the new version at >= ${GOAL_RATIO} x Mosquitto's rate`, store: r.store, value: String(r.ratio.update), met: r.ratio.update >= GOAL_RATIO },
     { goal: `the image held once: the server's RSS grows by less than half of a copy per transfer under way (${copies} MB)`, store: r.store, value: `${growth(r)} MB`, met: growth(r) < copies / 2 },
     { goal: `a transfer cut at half way resumes: bytes sent < ${GOAL_RESUME} x the image (what sending it all again would cost)`, store: r.store, value: String(r.resume.ratio), met: r.resume.ratio < GOAL_RESUME },
   ]);
@@ -388,7 +409,7 @@ async function main(): Promise<void> {
     date, command: ['npm run bench:ota', ...(args.length ? ['--', ...args] : [])].join(' '), commit,
     machine: { cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: load0, loadAverageAfter: load1 },
     options: { stores, devices: DEVICES, imageBytes: IMAGE_BYTES, deviceProcesses: PROCESSES, chunkBytes: DEFAULT_CHUNK_BYTES, window: DEFAULT_WINDOW, serverTransfers: SERVER_TRANSFERS, baselineAtOnce: BASELINE_AT_ONCE, probe: PROBE },
-    baseline: base, skyport: rows, goals,
+    skyport: rows, goals,
   }, null, 2)}\n`);
   console.log(`\nresults: ${file}`);
 }
