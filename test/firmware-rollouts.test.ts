@@ -6,6 +6,8 @@ import { openEventStream, type EventStream } from './helpers/sse.js';
 import { inGroup, rolloutProduct, updatingDevice, type Fate, type RolloutProduct } from './helpers/rollouts.js';
 import type { Identity } from './helpers/device.js';
 import type { Device } from '../src/sdk/index.js';
+import mqtt from 'mqtt';
+import { firmwareBinary, upload } from './helpers/firmware.js';
 
 /**
  * Staged rollouts (docs/firmware.md, "Staged rollouts") with SDK devices that take updates as the
@@ -45,6 +47,8 @@ const get = async (p: RolloutProduct, id: number): Promise<Rollout> => (await p.
 /** Ticks until the rollout's answer satisfies `ok` (devices update meanwhile). */
 async function tickUntil(p: RolloutProduct, id: number, ok: (r: Rollout) => boolean, what: string): Promise<Rollout> {
   return eventually(async () => {
+    // A tick every 100 ms at most, as a leader's would be, not one per poll.
+    await new Promise((resolve) => setTimeout(resolve, 100));
     await tick();
     const r = await get(p, id);
     return ok(r) ? r : undefined;
@@ -145,6 +149,41 @@ test('failures past the error threshold pause the rollout, saying why; resume co
   await p.call('PUT', '/firmware/release', { version: 1, product_default: true });
   assert.equal(await targetOf(p, second.id), 1);
   p.stream.close();
+});
+
+test('an abort stops a transfer under way at its next step: no more chunks, the device told the transfer is gone, the update failed', async () => {
+  const p = await product(1, [1]);
+  const r = await upload(server.url, p.token, p.product.id, firmwareBinary(p.product.id, 2, { dataSize: 100_000 }), { version: '2', title: 'big' });
+  assert.equal(r.status, 201, r.text);
+  const who = p.devices[0]!;
+  // A device of plain MQTT that takes the offer and then acknowledges nothing: the cloud sends a window and waits.
+  const c = await mqtt.connectAsync(server.mqttUrl, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 0 });
+  const seen: Array<{ leaf: string; payload: Buffer }> = [];
+  c.on('message', (topic, payload) => {
+    const leaf = topic.slice(`devices/${who.id}/cloud/`.length);
+    seen.push({ leaf, payload });
+    if (leaf === 'ota/begin') void c.publishAsync(`devices/${who.id}/ota/ready`, JSON.stringify({ id: JSON.parse(payload.toString()).id, offset: 0 }), { qos: 1 });
+  });
+  try {
+    await c.subscribeAsync(`devices/${who.id}/cloud/#`, { qos: 1 });
+    await c.publishAsync(`devices/${who.id}/hello`, JSON.stringify({ functions: [], variables: {}, firmware_version: 1 }), { qos: 1 });
+    const id = (await p.call('POST', '/firmware/rollouts', { version: 2 }, 201)).json.id as number;
+    await tick();
+    const chunks = () => seen.filter((m) => m.leaf === 'ota/chunk').length;
+    await eventually(() => (chunks() === 8 ? true : undefined), 10_000, 'a window of chunks');
+    const offer = JSON.parse(seen.find((m) => m.leaf === 'ota/begin')!.payload.toString()) as { id: string; chunk_size: number };
+    await p.call('POST', `/firmware/rollouts/${id}/abort`);
+    await eventually(async () => ((await server.skyport.services.firmwareUpdates.stateOf(who.id))?.state === 'failed' ? true : undefined), 10_000, 'the update failed');
+    // Its next step: the acknowledgement that would open the window is refused, and nothing more comes.
+    await c.publishAsync(`devices/${who.id}/ota/ack`, JSON.stringify({ id: offer.id, offset: 8 * offer.chunk_size }), { qos: 1 });
+    const refusal = await eventually(() => seen.find((m) => m.leaf === 'error'), 5000, 'cloud/error');
+    assert.equal(JSON.parse(refusal.payload.toString()).error, 'unknown_transfer');
+    assert.equal(chunks(), 8);
+    assert.equal(await targetOf(p, who.id), null, 'it follows the releases again');
+  } finally {
+    await c.endAsync();
+    p.stream.close();
+  }
 });
 
 test('manual advance: the next wave waits for a person, even with the threshold met', async () => {
