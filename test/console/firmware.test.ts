@@ -167,7 +167,8 @@ describe('the firmware and groups pages', { concurrency: true, timeout: 120_000 
     const { username, token } = await signUp(tested.server.url);
     const product = await newProduct(tested.server.url, token, 'Grouped');
     const page = await opened(username, `/products/${product.slug}/groups`, 'Groups');
-    await page.getByText('No groups yet.').waitFor();
+    await page.getByText('No groups yet').waitFor();
+    await page.getByRole('button', { name: 'New group' }).click();
     const form = page.getByRole('form', { name: 'New group' });
     await form.getByRole('textbox', { name: 'Name' }).fill('Europe');
     await form.getByRole('button', { name: 'Create group' }).click();
@@ -196,7 +197,7 @@ describe('the firmware and groups pages', { concurrency: true, timeout: 120_000 
     assert.equal((await api(`/v1/products/${product.id}/groups/eu-west`, token)).status, 200, 'cancelled: still there');
     await page.getByRole('button', { name: 'Delete eu-west' }).click();
     await page.getByRole('button', { name: 'Yes, delete it' }).click();
-    await page.getByText('No groups yet.').waitFor();
+    await page.getByText('No groups yet').waitFor();
     assert.equal((await api(`/v1/products/${product.id}/groups/eu-west`, token)).status, 404);
     await page.context().close();
   });

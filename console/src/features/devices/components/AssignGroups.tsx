@@ -31,7 +31,7 @@ export function AssignGroups({ session, product, selected, onClear }: { session:
   }
   const done = change.isSuccess && change.variables;
   return (
-    <form className="card inline-form" aria-label="Groups of the selected devices" onSubmit={(e) => submit(e, 'add')}>
+    <form className="card row-form" aria-label="Groups of the selected devices" onSubmit={(e) => submit(e, 'add')}>
       <strong>{devicesInWords(selected.length)} selected</strong>
       <label>Group
         <input value={name} onChange={(e) => { setName(e.target.value); change.reset(); }} list="fleet-groups" required maxLength={64} autoCapitalize="none" spellCheck={false} aria-describedby="assign-rules" />

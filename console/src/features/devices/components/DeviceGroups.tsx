@@ -43,7 +43,7 @@ export function DeviceGroups({ session, at, device: d, product }: { session: Ses
           ))}
         </ul>
       )}
-      <form onSubmit={add} className="inline-form" aria-label="Put it in a group">
+      <form onSubmit={add} className="row-form" aria-label="Put it in a group">
         <label>Group
           <input value={name} onChange={(e) => setName(e.target.value)} list="device-group-names" required maxLength={64} autoCapitalize="none" spellCheck={false} aria-describedby="device-group-rules" />
           <datalist id="device-group-names">{others.map((g) => <option key={g.name} value={g.name} />)}</datalist>

@@ -50,7 +50,7 @@ export function DeviceFirmware({ session, product, device: d, onChanged }: { ses
         <input type="checkbox" checked={forced} disabled={change.isPending} onChange={(e) => change.mutate({ firmware_updates_forced: e.target.checked })} />
         <span>Force updates<span className="hint">Send it updates even while it does not take them.</span></span>
       </label>
-      <form onSubmit={lock} className="inline-form" aria-label="Lock to a version">
+      <form onSubmit={lock} className="row-form" aria-label="Lock to a version">
         <label>Lock to version
           <select name="version" required defaultValue={locked ?? ''} key={locked ?? 'none'}>
             <option value="" disabled>Choose a version</option>

@@ -28,6 +28,7 @@ export function Groups({ session, product }: { session: Session; product: string
   const client = useQueryClient();
   const list = useQuery(groupsQuery(session, product));
   const [editing, setEditing] = useState<string | null>(null);
+  const [creating, setCreating] = useState(false);
   const path = { productIdOrSlug: product };
   const refresh = () => client.invalidateQueries({ queryKey: groupKeys.of(product) });
   const create = useMutation({
@@ -49,21 +50,29 @@ export function Groups({ session, product }: { session: Session; product: string
   const shown = editing === null ? undefined : list.data?.groups.find((g) => g.name === editing);
   return (
     <section aria-labelledby="groups-title">
-      <h3 id="groups-title">Groups</h3>
+      <div className="row">
+        <h3 id="groups-title">Groups</h3>
+        <button type="button" aria-expanded={creating} onClick={() => setCreating(!creating)}>New group</button>
+      </div>
       <p>
         Groups gather devices to release firmware to some of them: a device in groups runs the highest version released
         to any of them. Put devices in groups from the <Link to={fleet}>device list</Link> or a device's page.
       </p>
-      <form onSubmit={submit} className="card" aria-label="New group">
-        <GroupInputs />
-        <button type="submit" disabled={create.isPending}>Create group</button>
-        {create.data && <p role="status">Group {create.data.group.name} created.</p>}
-        {create.error && <p role="alert" className="error">{create.error.message}</p>}
-      </form>
+      {creating && (
+        <form onSubmit={submit} className="card" aria-label="New group">
+          <GroupInputs />
+          <div className="buttons">
+            <button type="submit" disabled={create.isPending}>Create group</button>
+            <button type="button" className="secondary" onClick={() => setCreating(false)}>Close</button>
+          </div>
+          {create.data && <p role="status">Group {create.data.group.name} created.</p>}
+          {create.error && <p role="alert" className="error">{create.error.message}</p>}
+        </form>
+      )}
       {list.isPending && <p>Loading…</p>}
       {list.error && <p role="alert" className="error">{list.error.message}</p>}
       {remove.error && <p role="alert" className="error">{remove.error.message}</p>}
-      {list.data && list.data.groups.length === 0 && <p>No groups yet.</p>}
+      {list.data && list.data.groups.length === 0 && <p>No groups yet: make one with "New group", or put devices in a new group from the device list.</p>}
       {list.data && list.data.groups.length > 0 && (
         <div className="table-wrap">
           <table>
