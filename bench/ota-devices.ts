@@ -16,7 +16,8 @@
 //                          DISCONNECT) the first time it holds `cutAt` of an image, and connects again 500 ms later
 //   status                 counts and times (ms, performance.timeOrigin + performance.now()) so far
 //   close                  ends every connection
-// A connection that closes unasked fails the run (the process exits 1).
+// A connection that closes unasked fails the run (the process exits 1); one that cannot be made
+// (refused, no CONNACK within 60 s) is tried again after 1 s, five times at most, and counted.
 import { createHash, type Hash } from 'node:crypto';
 import mqtt from 'mqtt';
 import { serveCommands } from './child-commands.js';
@@ -57,8 +58,39 @@ function fail(message: string): never {
   process.exit(1);
 }
 
+/** Connection attempts that failed (refused, or no CONNACK in time), tried again as a device does. */
+let retries = 0;
+const RETRIES = 5;
+
 async function connect(d: Device, hello: boolean): Promise<void> {
-  const client = await mqtt.connectAsync(url, { clientId: d.id, username: d.id, password: d.secret, reconnectPeriod: 0, keepalive: 60, protocolVersion: 4 });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connectOnce(d, hello);
+    } catch (err) {
+      if (attempt >= RETRIES) fail(`device ${d.id} could not connect (${attempt} attempts): ${(err as Error).message}`);
+      retries += 1;
+      console.error(`ota-devices: device ${d.id}: ${(err as Error).message}; trying again in 1 s`);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
+async function connectOnce(d: Device, hello: boolean): Promise<void> {
+  const client = mqtt.connect(url, { clientId: d.id, username: d.id, password: d.secret, reconnectPeriod: 0, keepalive: 60, protocolVersion: 4, connectTimeout: 60_000 });
+  // Errors always have a listener (an unheard one would end the process): a failed connect is
+  // retried by the caller, and a connection that closes later is judged by its close handler.
+  client.on('error', () => undefined);
+  await new Promise<void>((resolve, reject) => {
+    const settle = (err?: Error) => {
+      client.off('connect', onConnect).off('error', settle).off('close', onClose);
+      if (!err) return resolve();
+      client.end(true);
+      reject(err);
+    };
+    const onConnect = () => settle();
+    const onClose = () => settle(new Error('the connection closed before its CONNACK'));
+    client.on('connect', onConnect).on('error', settle).on('close', onClose);
+  });
   noDelay(client);
   d.client = client;
   client.on('close', () => {
@@ -175,6 +207,7 @@ async function run(c: Command): Promise<unknown> {
   switch (c.cmd) {
     case 'setup': {
       await closeAll();
+      retries = 0;
       url = c.mqttUrl;
       restart = c.restart;
       devices = c.devices.map((who) => fresh(who, c.version, null));
@@ -202,6 +235,7 @@ async function run(c: Command): Promise<unknown> {
         failed: devices.filter((d) => d.failed !== null).length,
         offers: devices.reduce((n, d) => n + d.offers, 0),
         received: devices.reduce((n, d) => n + d.received, 0),
+        retries,
         firstBeganAt: began?.first ?? null, lastHeldAt: held?.last ?? null, lastBackAt: back?.last ?? null,
         /** When each device held its image, for the progress over time. */
         heldTimes: devices.flatMap((d) => (d.heldAt === null ? [] : [Math.round(d.heldAt)])),

@@ -94,7 +94,7 @@ async function uploadImage(sky: Skyport, token: string, productId: number, image
   if (res.status !== 201) throw new Error(`firmware upload: ${res.status} ${(await res.text()).slice(0, 300)}`);
 }
 
-interface Status { devices: number; began: number; held: number; back: number; failed: number; offers: number; received: number; firstBeganAt: number | null; lastHeldAt: number | null; lastBackAt: number | null; heldTimes: number[] }
+interface Status { devices: number; began: number; held: number; back: number; failed: number; offers: number; received: number; retries: number; firstBeganAt: number | null; lastHeldAt: number | null; lastBackAt: number | null; heldTimes: number[] }
 
 /** The device processes, as one. */
 function fleetOf(children: CommandChild[]) {
@@ -105,13 +105,13 @@ function fleetOf(children: CommandChild[]) {
     },
     async status(): Promise<Status> {
       const all = await Promise.all(children.map((c) => c.call<Status>({ cmd: 'status' })));
-      const sum = (k: 'devices' | 'began' | 'held' | 'back' | 'failed' | 'offers' | 'received') => all.reduce((n, s) => n + s[k], 0);
+      const sum = (k: 'devices' | 'began' | 'held' | 'back' | 'failed' | 'offers' | 'received' | 'retries') => all.reduce((n, s) => n + s[k], 0);
       const pick = (k: 'firstBeganAt' | 'lastHeldAt' | 'lastBackAt', f: (...xs: number[]) => number) => {
         const xs = all.map((s) => s[k]).filter((x): x is number => x !== null);
         return xs.length ? f(...xs) : null;
       };
       return {
-        devices: sum('devices'), began: sum('began'), held: sum('held'), back: sum('back'), failed: sum('failed'), offers: sum('offers'), received: sum('received'),
+        devices: sum('devices'), began: sum('began'), held: sum('held'), back: sum('back'), failed: sum('failed'), offers: sum('offers'), received: sum('received'), retries: sum('retries'),
         firstBeganAt: pick('firstBeganAt', Math.min), lastHeldAt: pick('lastHeldAt', Math.max), lastBackAt: pick('lastBackAt', Math.max),
         heldTimes: all.flatMap((s) => s.heldTimes),
       };
@@ -146,13 +146,23 @@ function bySecond(times: number[], t0: number): number[] {
   return out.map((c) => (n += c));
 }
 
+/** A process's RSS in KiB, or null once it is gone (a child that failed: the run reports why). */
+function rssOf(pid: number): number | null {
+  try {
+    return rssKb(pid);
+  } catch {
+    return null;
+  }
+}
+
 /** RSS of the processes every 250 ms, in KiB: the first reading, the peak and the last. */
 function rssSampler(pids: Record<string, number>) {
   const first: Record<string, number> = {};
   const peak: Record<string, number> = {};
   const read = () => {
     for (const [k, pid] of Object.entries(pids)) {
-      const v = rssKb(pid);
+      const v = rssOf(pid);
+      if (v === null) continue;
       first[k] ??= v;
       peak[k] = Math.max(peak[k] ?? 0, v);
     }
@@ -162,7 +172,7 @@ function rssSampler(pids: Record<string, number>) {
   return () => {
     clearInterval(timer);
     read();
-    const last = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, rssKb(pid)]));
+    const last = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, rssOf(pid) ?? 0]));
     return Object.fromEntries(Object.keys(pids).map((k) => [k, { beforeMb: mib((first[k] ?? 0) * 1024), peakMb: mib((peak[k] ?? 0) * 1024), afterMb: mib((last[k] ?? 0) * 1024) }]));
   };
 }
@@ -230,6 +240,7 @@ async function baseline(fleet: Fleet, children: CommandChild[], image: Buffer) {
     rateMiBs: round2(mib(DEVICES * image.length) / seconds),
     chunks: sent.chunks,
     received: s.received,
+    connectRetries: s.retries,
     mosquittoCpuS: cpu0 === null || cpu1 === null ? null : round2(cpu1 - cpu0),
     /** This process's CPU over the transfer: the publisher, and the polling of the devices. */
     publisherCpuS: round2((publisher.user + publisher.system) / 1e6),
@@ -335,6 +346,7 @@ async function runStore(store: Store, fleet: Fleet, children: CommandChild[], si
     bytesSent: sent1 - sent0,
     offers: s.offers,
     received: s.received,
+    connectRetries: s.retries,
     serverCpuS: cpu0 === null || cpu1 === null ? null : round2(cpu1 - cpu0),
     devicesCpuS,
     rssMb: memory,
