@@ -266,6 +266,8 @@ test('bad requests answer 400, 404 or 409 with a clear error, never 500', async 
   await bad({ version: 2, rate_per_minute: 0 }, 400, /rate_per_minute/);
   await p.call('POST', '/firmware/rollouts', { version: 2 }, 201);
   await bad({ version: 2 }, 409, /under way/);
+  const kept = await p.call('DELETE', '/firmware/2', undefined, 409);
+  assert.match(kept.json.error_description, /released or rolled out/, 'a version rolled out is kept as a released one is');
   await p.call('GET', '/firmware/rollouts/999999', undefined, 404);
   const list = await p.call('GET', '/firmware/rollouts');
   assert.equal(list.json.rollouts.length, 1);
