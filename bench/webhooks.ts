@@ -22,7 +22,6 @@
 // Processes: Skyport (compiled dist/, as an operator starts it, its own process), the devices
 // (bench/hook-devices.ts, plain mqtt.js) and the receivers (bench/hook-receiver.ts, node:http)
 // in processes of their own, and the bare loop in this one.
-import { fork, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -30,9 +29,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { Agent, request } from 'undici';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, cpuSeconds, exitedEarly, gitCommit, onCleanup, option, round2, runBenchmark, sleep, startSkyport, stopChild, timeout, track,
+  DEFAULT_ADMIN_URL, ROOT, api, cpuSeconds, gitCommit, onCleanup, option, round2, runBenchmark, sleep, startSkyport, stopChild,
   userWithProduct, type Skyport, type Store,
 } from './harness.js';
+import { startCommandChild, type CommandChild } from './command-child.js';
 import { attachProbe, type PhaseProbe, type Probe } from './probe.js';
 
 const USAGE = 'usage: npm run bench:webhooks -- [--quick] [--store embedded|postgres|both] [--phases throughput,latency,outage] [--duration S] [--latency-duration S] [--healthy S] [--paced-warmup S] [--outage S] [--outage-mode 503|refuse] [--rate 1000] [--devices 8] [--window 32] [--concurrency 32] [--data-bytes 128] [--probe] [--pg-admin-url URL]';
@@ -86,39 +86,8 @@ const now = () => performance.timeOrigin + performance.now();
 // ---------------------------------------------------------------------------------------------
 // The child processes: commands over IPC, answered by `seq`.
 
-interface Child { child: ChildProcess; call<T>(cmd: object, ms?: number): Promise<T>; stop(): Promise<void> }
-
-async function startChild(file: string, name: string): Promise<Child> {
-  const child = track(fork(join(ROOT, 'bench', file), [], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  onCleanup(() => stopChild(child, 2000));
-  const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
-  child.on('message', (m) => {
-    const { seq, result, error } = m as { seq: number; result?: unknown; error?: string };
-    const w = waiting.get(seq);
-    if (!w) return;
-    waiting.delete(seq);
-    if (error !== undefined) w.reject(new Error(`${name}: ${error}`));
-    else w.resolve(result);
-  });
-  let stopping = false;
-  child.once('exit', (code, signal) => {
-    if (stopping) return;
-    for (const w of waiting.values()) w.reject(new Error(`${name} exited (${signal ?? code})`));
-    failure ??= new Error(`${name} exited (${signal ?? code}) during the run`);
-  });
-  let seq = 0;
-  const call = <T>(cmd: object, ms = 60_000) => {
-    const mine = ++seq;
-    const answer = new Promise<T>((resolve, reject) => {
-      waiting.set(mine, { resolve: resolve as (v: unknown) => void, reject });
-      child.send({ ...cmd, seq: mine });
-    });
-    return Promise.race([answer, timeout(ms, `${name}: ${(cmd as { cmd: string }).cmd}`)]);
-  };
-  const ready = new Promise<void>((resolve) => waiting.set(0, { resolve: () => resolve(), reject: () => undefined }));
-  await Promise.race([ready, exitedEarly(child, name, () => ''), timeout(30_000, `${name} ready`)]);
-  return { child, call, stop: () => { stopping = true; return stopChild(child, 2000); } };
-}
+type Child = CommandChild;
+const startChild = (file: string, name: string) => startCommandChild(file, name, (err) => { failure ??= err; });
 
 /** A child that dies during the run (a device's connection lost) fails it at the next check. */
 let failure: Error | undefined;

@@ -140,6 +140,7 @@ const ROWS: Row[] = [
   ['DELETE', '/v1/products/{productIdOrSlug}/firmware/{version}', 'bearer', '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: 'a version uploaded for the cell' }],
   ['GET', '/v1/products/{productIdOrSlug}/firmware/{version}/binary', 'bearer', '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
   ['PUT', '/v1/products/{productIdOrSlug}/firmware/release', 'bearer',      '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { target: 'as the product default' }],
+  ['GET', '/v1/products/{productIdOrSlug}/firmware/updates', 'bearer',     '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403'],
   ['GET', '/v1/products/{productIdOrSlug}/firmware/signing-key', 'bearer',  '400 401 401 401 404 403 404 404 403 403 403 403', { target: 'of a product that has none: allowed callers get 404' }],
   ['PUT', '/v1/products/{productIdOrSlug}/firmware/signing-key', 'bearer',  '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { destructive: true }],
   ['DELETE', '/v1/products/{productIdOrSlug}/firmware/signing-key', 'bearer', '400 401 401 401 ✓   403 ✓   ✓   403 403 403 403', { destructive: true, target: 'a key the owner set for the cell' }],

@@ -394,6 +394,7 @@ const REQUESTS: Record<string, (fx: Fixture, cred: CredentialId) => CellRequest 
   },
   'GET /v1/products/{productIdOrSlug}/firmware/{version}/binary': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/1/binary` }),
   'PUT /v1/products/{productIdOrSlug}/firmware/release': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/release`, json: { version: 1, product_default: true } }),
+  'GET /v1/products/{productIdOrSlug}/firmware/updates': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/updates` }),
   'GET /v1/products/{productIdOrSlug}/firmware/signing-key': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/signing-key` }),
   'PUT /v1/products/{productIdOrSlug}/firmware/signing-key': (fx) => ({ path: `/v1/products/${fx.product.id}/firmware/signing-key`, json: { public_key: SIGNING_KEY } }),
   'DELETE /v1/products/{productIdOrSlug}/firmware/signing-key': async (fx) => {

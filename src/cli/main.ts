@@ -15,6 +15,8 @@ import { registerEventCommands } from './commands/events.js';
 import { registerConfigCommands } from './commands/config.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
 import { registerRolloutCommands } from './commands/rollouts.js';
+import { registerFirmwareCommands } from './commands/firmware.js';
+import { registerGroupCommands } from './commands/groups.js';
 import { addGlobalOptions } from './lib/context.js';
 
 /** `skyport`: the command line. Each command prints one clear line on stderr when it fails. */
@@ -38,6 +40,8 @@ export async function runCli(argv: readonly string[]): Promise<void> {
   registerConfigCommands(program);
   registerWebhookCommands(program);
   registerRolloutCommands(program);
+  registerFirmwareCommands(program);
+  registerGroupCommands(program);
   registerSchemaCommands(program);
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -77,3 +77,28 @@ export function nextStep(i: OfferInput): 'none' | 'pending' | 'start' | 'resume'
   if (!i.enabled && !i.forced) return 'pending';
   return same?.state === 'downloading' ? 'resume' : 'start';
 }
+
+/** A version's updates counted by state (the console's and the CLI's progress). */
+export interface VersionProgress {
+  version: number;
+  total: number;
+  states: Record<UpdateState, number>;
+}
+
+/**
+ * A product's updates counted by version and state (as the store groups them) into one record a
+ * version, every state present, newest version first.
+ */
+export function progressByVersion(counts: ReadonlyArray<{ version: number; state: UpdateState; count: number }>): VersionProgress[] {
+  const byVersion = new Map<number, VersionProgress>();
+  for (const c of counts) {
+    let v = byVersion.get(c.version);
+    if (!v) {
+      v = { version: c.version, total: 0, states: Object.fromEntries(UPDATE_STATES.map((s) => [s, 0])) as Record<UpdateState, number> };
+      byVersion.set(c.version, v);
+    }
+    v.states[c.state] += c.count;
+    v.total += c.count;
+  }
+  return [...byVersion.values()].sort((a, b) => b.version - a.version);
+}

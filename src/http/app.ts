@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
@@ -53,6 +53,7 @@ import { RolloutViewSchema } from '../services/firmware/rollouts/index.js';
 import { FirmwareViewSchema } from '../services/firmware/images.js';
 import { GroupViewSchema } from '../services/firmware/groups.js';
 import type { Firmware } from '../services/firmware/index.js';
+import type { FirmwareUpdates } from '../services/firmware/updates/index.js';
 
 export interface HttpDeps {
   settings: Settings;
@@ -71,6 +72,8 @@ export interface HttpDeps {
   config: Configuration;
   webhooks: Webhooks;
   firmware: Firmware;
+  /** The updates' states in the store, for a product's update progress. */
+  firmwareUpdates: Pick<FirmwareUpdates, 'counts'>;
   /** What GET /healthz checks and reports. */
   health: HealthDeps;
   metrics: Metrics;
@@ -98,7 +101,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     frameworkErrors: frameworkError,
     childLoggerFactory: lazyChildLogger,
     // One line per request instead of Fastify's two (logging.ts, logRequests).
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   });
   logRequests(app);
 
@@ -191,7 +194,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     productEventRoutes(scope, { events: deps.events, devices: deps.devices.access, streams, guard });
     configRoutes(scope, { config: deps.config, devices: deps.devices.access, guard });
     productWebhookRoutes(scope, { webhooks: deps.webhooks, devices: deps.devices.access, guard, publicUrl: deps.settings.publicUrl });
-    firmwareRoutes(scope, { firmware: deps.firmware, guard });
+    firmwareRoutes(scope, { firmware: deps.firmware, updates: deps.firmwareUpdates, guard });
     groupRoutes(scope, { firmware: deps.firmware, guard });
     rolloutRoutes(scope, { firmware: deps.firmware, guard });
   });

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { raw, type RawResponse } from '../helpers/http.js';
 import { newProduct, signUp } from '../helpers/fixtures.js';
 import { configDevice, provision } from '../helpers/device.js';
+import { uploaded } from '../helpers/firmware.js';
 import { eventually } from '../helpers/eventually.js';
 import { consoleUnderTest, newPage, logIn, recordViolations } from '../helpers/browser.js';
 import { PASSWORD } from '../helpers/fixtures.js';
@@ -154,6 +155,17 @@ describe('in Chromium', { concurrency: true }, () => {
       await page.getByRole('navigation', { name: 'Configuration' }).getByRole('link', { name: 'Schema' }).click();
       await page.getByRole('link', { name: 'Download the schema' }).waitFor();
       await check('schema');
+
+      // Firmware (a version, its release form with a group's colour swatch) and groups.
+      await uploaded(tested.server.url, token, product.id, 1);
+      assert.equal((await raw(`${tested.server.url}/v1/products/${product.id}/groups`, { method: 'POST', token, json: { name: 'red', color: '#e74c3c' } })).status, 201);
+      await tab('Firmware').click();
+      await page.getByRole('button', { name: 'Release version 1' }).click();
+      await page.getByRole('checkbox', { name: /Group red/ }).waitFor();
+      await check('firmware');
+      await tab('Groups').click();
+      await page.getByRole('row', { name: /red/ }).waitFor();
+      await check('groups');
 
       // Customers, the product's clients, its team and settings.
       await tab('Customers').click();

@@ -24,7 +24,8 @@ async function fleetPage(username: string, slug: string): Promise<Page> {
   return page;
 }
 
-const stateOf = (page: Page, id: string) => page.getByRole('row', { name: new RegExp(id) }).getByRole('cell').nth(2);
+// Cells: the selection box, ID, name, groups, state, last heard.
+const stateOf = (page: Page, id: string) => page.getByRole('row', { name: new RegExp(id) }).getByRole('cell').nth(4);
 
 describe('the fleet page', { concurrency: true, timeout: 120_000 }, () => {
   test('one device added: its secret once, and the sim command that brings it online on the open page, live; offline when it stops', async () => {

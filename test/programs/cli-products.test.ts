@@ -142,7 +142,7 @@ test('product device add (ids, or a file sent in chunks), list, dev on/off and r
     skyport(['product', 'device', 'list', '--product', p, '--id', d4.id.slice(0, 20), '--json'], { home, env }),
   ]);
   assert.equal(page.code, 0, page.stderr);
-  assert.match(page.stdout, /^ID\s+NAME\s+ONLINE\s+DEV\s+OWNER\s+FIRMWARE\s+DEVICE OS\s+LAST HEARD$/m);
+  assert.match(page.stdout, /^ID\s+NAME\s+ONLINE\s+DEV\s+OWNER\s+FIRMWARE\s+DEVICE OS\s+LAST HEARD\s+GROUPS$/m);
   const shown = page.stdout.split('\n').filter((l) => /^[0-9a-f]{24}\s/.test(l)).map((l) => l.slice(0, 24));
   assert.deepEqual(shown, [d1, d2, d3, d4].map((d) => d.id).sort().reverse().slice(0, 3));
   assert.match(page.stdout, /^page 1 of 2, 4 devices in all$/m);

@@ -17,6 +17,8 @@ const JSON_TYPE = 'application/json';
 /** A product's configuration schema is read and written in its own media type (docs/api.md, "Configuration"). */
 export const SCHEMA_TYPE = 'application/schema+json';
 type Media = typeof JSON_TYPE | typeof SCHEMA_TYPE;
+/** What a binary answer (a firmware image) is asked as. */
+const BINARY_TYPE = 'application/octet-stream';
 /** The headers of a form body (the token endpoint's): openapi-fetch then encodes the body as a form. */
 export const FORM = { 'content-type': 'application/x-www-form-urlencoded' } as const;
 
@@ -47,8 +49,8 @@ export type ApiBody<P extends PathsWith<M>, M extends Method> = paths[P][M] exte
 
 const client = createClient<paths>();
 
-function caller(method: Method, token: string | null, accept: Media) {
-  return async (path: string, init: FetchOptions<unknown> = {}): Promise<unknown> => {
+function caller(method: Method, token: string | null, accept: Media | typeof BINARY_TYPE) {
+  return async (path: string, init: Omit<FetchOptions<unknown>, 'body' | 'params'> & { body?: unknown; params?: object } = {}): Promise<unknown> => {
     // A call's own headers (a content type, the token endpoint's client) come after the Accept,
     // and the session's token after them all.
     const headers = mergeHeaders({ accept }, init.headers, token ? { authorization: `Bearer ${token}` } : undefined);
@@ -78,3 +80,22 @@ export const api = (token: string | null): Api => calls(token, JSON_TYPE);
 
 /** The same, asking for the configuration schema itself (Accept: application/schema+json). */
 export const schemaApi = (token: string | null): Api<typeof SCHEMA_TYPE> => calls(token, SCHEMA_TYPE);
+
+/** The path parameters of `method path`. */
+type PathOf<P extends keyof paths, M extends Method> = paths[P][M] extends { parameters: { path: infer T } } ? T : never;
+
+/**
+ * A multipart upload (a firmware binary): the form travels as the browser encodes it, with its
+ * boundary. The document does not describe a multipart body; the answer keeps its type.
+ */
+export function upload<P extends PathsWith<'post'>>(token: string, path: P, at: PathOf<P, 'post'>, form: FormData): Promise<Data<paths[P]['post'], typeof JSON_TYPE>> {
+  return caller('post', token, JSON_TYPE)(path, { params: { path: at }, body: form }) as Promise<Data<paths[P]['post'], typeof JSON_TYPE>>;
+}
+
+/**
+ * A binary answer (a firmware image) as a Blob. The token goes in the header as for any call:
+ * a download link would have to carry it in its URL.
+ */
+export function binary<P extends PathsWith<'get'>>(token: string, path: P, at: PathOf<P, 'get'>): Promise<Blob> {
+  return caller('get', token, BINARY_TYPE)(path, { params: { path: at }, parseAs: 'blob' }) as Promise<Blob>;
+}

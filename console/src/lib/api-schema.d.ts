@@ -10025,6 +10025,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/products/{productIdOrSlug}/firmware/updates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The progress of the product's firmware updates: for each version, how many devices were offered it, by where their update stands (pending, downloading, applying, succeeded, failed) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    productIdOrSlug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest version first */
+                            versions: {
+                                version: number;
+                                /** @description Devices offered this version, whatever became of it */
+                                total: number;
+                                states: {
+                                    /** @description Waiting: for the device to take updates again, or for a transfer slot */
+                                    pending: number;
+                                    /** @description The image is on its way to the device (or a cut transfer waits to resume) */
+                                    downloading: number;
+                                    /** @description The device holds the checked image and applies it; the outcome comes when it is back */
+                                    applying: number;
+                                    /** @description The device came back running the version */
+                                    succeeded: number;
+                                    /** @description The device refused or failed it, came back on another version, or did not come back in time */
+                                    failed: number;
+                                };
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/products/{productIdOrSlug}/firmware/signing-key": {
         parameters: {
             query?: never;

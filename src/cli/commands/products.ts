@@ -3,12 +3,12 @@ import { basename } from 'node:path';
 import type { Command } from 'commander';
 import type { ImportResult } from '../../services/devices/membership.js';
 import type { DeviceView } from '../../services/devices/view.js';
-import { contextOf, type CliContext } from '../lib/context.js';
+import { contextOf } from '../lib/context.js';
 import { progress, table } from '../lib/output.js';
-import { emptyPage, fields, pageLine, productApi, productRef, required, wholeNumber, type ProductApi } from '../lib/resources.js';
+import { emptyPage, fields, pageLine, productOf, required, wholeNumber, type ProductApi } from '../lib/resources.js';
 
 interface Product { id: number; slug: string; name: string; description: string; platform_id: number; user: string | null; groups: string[]; created_at: string }
-type Device = Pick<DeviceView, 'id' | 'name' | 'online' | 'development' | 'owner' | 'firmware_version' | 'system_firmware_version' | 'last_heard' | 'notes'>;
+type Device = Pick<DeviceView, 'id' | 'name' | 'online' | 'development' | 'owner' | 'firmware_version' | 'system_firmware_version' | 'last_heard' | 'notes' | 'groups'>;
 interface Paged { page: number; per_page: number; total: number; total_pages: number }
 interface TeamMember { username: string; role: string; no_mfa: boolean }
 
@@ -38,12 +38,6 @@ const RESULT_KINDS = [
   ['invalid', 'invalidDeviceIds'],
   ['protected', 'protectedDeviceIds'],
 ] as const;
-
-/** The product a fleet or team command works on: --product, else the token's only product. */
-async function productOf(ctx: CliContext, given: string | undefined, how?: string): Promise<ProductApi> {
-  const api = ctx.authed();
-  return productApi(api, await productRef(api, given, how));
-}
 
 const describeProduct = (p: Product) => fields([
   ['id', p.id],
@@ -170,15 +164,17 @@ export function registerProductCommands(program: Command): void {
     .option('--per-page <n>', 'devices per page (default 25, at most 1000)')
     .option('--id <prefix>', 'devices whose id starts with this')
     .option('--name <name>', 'devices of this name')
+    .option('--group <names>', 'devices in any of these groups (separated by commas)')
     .option('--sort <attr>', 'id, name, lastHeard, firmwareVersion or platformId (default id)')
     .option('--sort-dir <dir>', 'asc or desc')
-    .action(async (opts: { product?: string; page?: string; perPage?: string; id?: string; name?: string; sort?: string; sortDir?: string }, cmd: Command) => {
+    .action(async (opts: { product?: string; page?: string; perPage?: string; id?: string; name?: string; group?: string; sort?: string; sortDir?: string }, cmd: Command) => {
       const ctx = await contextOf(cmd);
       const query = {
         page: wholeNumber('--page', opts.page),
         per_page: wholeNumber('--per-page', opts.perPage),
         deviceId: opts.id,
         deviceName: opts.name,
+        groups: opts.group,
         sortAttr: opts.sort,
         sortDir: opts.sortDir,
       };
@@ -194,6 +190,7 @@ export function registerProductCommands(program: Command): void {
         ['FIRMWARE', (d) => d.firmware_version],
         ['DEVICE OS', (d) => d.system_firmware_version],
         ['LAST HEARD', (d) => d.last_heard],
+        ['GROUPS', (d) => (d.groups.length === 0 ? undefined : d.groups.join(','))],
       ]) + pageLine(answer.meta, 'devices')));
     });
 

@@ -41,6 +41,23 @@ export function describeError(status: number, body: unknown): { code: string; me
   return { code, message: `${message} [${status}]` };
 }
 
+/** An answer's body: its JSON, or its text when it is not JSON; undefined when empty. */
+function bodyOf(text: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The error of an answer that is not a success (for callers of `fetch`, which reads answers itself). */
+export async function refusalOf(res: Response): Promise<ApiError> {
+  const body = bodyOf(await res.text());
+  const { code, message } = describeError(res.status, body);
+  return new ApiError(res.status, code, message, body);
+}
+
 export function createApi(baseUrl: string, token: string | undefined): Api {
   const root = baseUrl.replace(/\/+$/, '');
 
@@ -71,18 +88,8 @@ export function createApi(baseUrl: string, token: string | undefined): Api {
     fetch: send,
     async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
       const res = await send(method, path, o);
-      const text = await res.text();
-      let body: unknown = text;
-      try {
-        body = text === '' ? undefined : JSON.parse(text);
-      } catch {
-        // not JSON: keep the text
-      }
-      if (!res.ok) {
-        const { code, message } = describeError(res.status, body);
-        throw new ApiError(res.status, code, message, body);
-      }
-      return body as T;
+      if (!res.ok) throw await refusalOf(res);
+      return bodyOf(await res.text()) as T;
     },
   };
 }

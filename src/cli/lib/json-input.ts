@@ -23,14 +23,19 @@ export function parseJsonObject(text: string, source: string): JsonObject {
   return parsed;
 }
 
-/** A file's text, or an error naming the file. */
-export async function readText(file: string): Promise<string> {
+/** A file's bytes (a firmware binary), or an error naming the file. */
+export async function readBinary(file: string): Promise<Buffer> {
   try {
-    return await readFile(file, 'utf8');
+    return await readFile(file);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     throw new Error(`cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
   }
+}
+
+/** A file's text, or an error naming the file. */
+export async function readText(file: string): Promise<string> {
+  return (await readBinary(file)).toString('utf8');
 }
 
 export async function readJsonObject(file: string): Promise<JsonObject> {

@@ -1,4 +1,5 @@
 import { ApiError, type Api, type RequestOptions } from './api.js';
+import type { CliContext } from './context.js';
 
 /**
  * Helpers the resource commands share (products, their fleets, teams, clients and customers):
@@ -46,6 +47,12 @@ export function productApi(api: Api, ref: string): ProductApi {
       }
     },
   };
+}
+
+/** The product a command works on, from the command's context: --product, else the token's only product. */
+export async function productOf(ctx: CliContext, given: string | undefined, how?: string): Promise<ProductApi> {
+  const api = ctx.authed();
+  return productApi(api, await productRef(api, given, how));
 }
 
 /** Aligned `key  value` lines, for one record (absent values shown as `-`). */

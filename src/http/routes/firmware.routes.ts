@@ -2,13 +2,15 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../domain/errors.js';
 import { accountOf } from '../../services/audit-account.js';
+import { progressByVersion } from '../../domain/firmware-updates.js';
 import type { Actor, Firmware } from '../../services/firmware/index.js';
+import type { FirmwareUpdates } from '../../services/firmware/updates/index.js';
 import type { Upload } from '../../services/firmware/images.js';
 import { authOf, type Guard } from '../auth.js';
 import { productOf } from '../product-scope.js';
 import { NoContent, errorResponses } from '../schemas.js';
 import {
-  EditBody, FirmwareRef, ImpactAnswer, ImpactQuery, P, PV, ReleaseAnswer, ReleaseBody, SigningKey, SigningKeyBody,
+  EditBody, FirmwareRef, ImpactAnswer, ImpactQuery, P, PV, ReleaseAnswer, ReleaseBody, SigningKey, SigningKeyBody, UpdateProgress,
 } from './firmware.schemas.js';
 
 /** Who makes a change, for the audit log. */
@@ -51,7 +53,7 @@ async function readUpload(req: FastifyRequest, maxBytes: number): Promise<Upload
  * /v1/products/:productIdOrSlug: images, releases, the impact of a change, the signing key.
  * Team members and the product's tokens, as every product route.
  */
-export function firmwareRoutes(scope: FastifyInstance, deps: { firmware: Firmware; guard: Guard }): void {
+export function firmwareRoutes(scope: FastifyInstance, deps: { firmware: Firmware; updates: Pick<FirmwareUpdates, 'counts'>; guard: Guard }): void {
   const { images, releases } = deps.firmware;
   const teamOnly = deps.guard({ subjects: ['user', 'product'] });
   const tags = ['firmware'];
@@ -82,6 +84,16 @@ export function firmwareRoutes(scope: FastifyInstance, deps: { firmware: Firmwar
       params: P, body: ReleaseBody, response: { 200: ReleaseAnswer, ...errorResponses(400, 401, 403, 404) },
     },
   }, async (req) => releases.release(productOf(req), req.body, actorOf(req)));
+
+  scope.get('/firmware/updates', {
+    preHandler: teamOnly,
+    config: { productAccess: 'team-read' },
+    schema: {
+      tags,
+      summary: "The progress of the product's firmware updates: for each version, how many devices were offered it, by where their update stands (pending, downloading, applying, succeeded, failed)",
+      params: P, response: { 200: UpdateProgress, ...errorResponses(400, 401, 403) },
+    },
+  }, async (req) => ({ versions: progressByVersion(await deps.updates.counts(productOf(req).id)) }));
 
   scope.get('/firmware/signing-key', {
     preHandler: teamOnly,

@@ -44,6 +44,21 @@ export const SigningKey = Type.Object({
 });
 export const SigningKeyBody = Type.Object({ public_key: Str(2000), access_token: Type.Optional(Str(200)) });
 
+const Count = (description: string) => Type.Integer({ description });
+export const UpdateProgress = Type.Object({
+  versions: Type.Array(Type.Object({
+    version: I,
+    total: Type.Integer({ description: 'Devices offered this version, whatever became of it' }),
+    states: Type.Object({
+      pending: Count('Waiting: for the device to take updates again, or for a transfer slot'),
+      downloading: Count('The image is on its way to the device (or a cut transfer waits to resume)'),
+      applying: Count('The device holds the checked image and applies it; the outcome comes when it is back'),
+      succeeded: Count('The device came back running the version'),
+      failed: Count('The device refused or failed it, came back on another version, or did not come back in time'),
+    }),
+  }), { description: 'Newest version first' }),
+});
+
 const ByVersion = Type.Array(Type.Object({ version: Type.Integer({ description: 'The version the devices run now (0: none reported)' }), total: I }));
 export const ImpactAnswer = Type.Object({ devices: Type.Object({ firmware_update: Type.Object({ total: I, by_version: ByVersion }) }) });
 export const ImpactQuery = Type.Object({

@@ -5,18 +5,18 @@ import type { Session } from '../../../lib/session.js';
 /** The devices' query keys: every page of a fleet, one page, one device, and the device gateway's address. */
 export const deviceKeys = {
   fleet: (product: string) => ['devices', product] as const,
-  page: (product: string, page: number, prefix: string) => ['devices', product, page, prefix] as const,
+  page: (product: string, page: number, prefix: string, group: string) => ['devices', product, page, prefix, group] as const,
   one: (product: string, id: string) => ['device', product, id] as const,
   gateway: ['device-gateway'] as const,
 };
 
 export const PER_PAGE = 25;
 
-/** A page of the fleet, its device IDs starting with `prefix` (none: all). */
-export const fleetQuery = (session: Session, product: string, page: number, prefix: string) => queryOptions({
-  queryKey: deviceKeys.page(product, page, prefix),
+/** A page of the fleet, its device IDs starting with `prefix` (none: all), in `group` (none: any). */
+export const fleetQuery = (session: Session, product: string, page: number, prefix: string, group = '') => queryOptions({
+  queryKey: deviceKeys.page(product, page, prefix, group),
   queryFn: () => api(session.token).GET('/v1/products/{productIdOrSlug}/devices', {
-    params: { path: { productIdOrSlug: product }, query: { page, per_page: PER_PAGE, ...(prefix ? { deviceId: prefix } : {}) } },
+    params: { path: { productIdOrSlug: product }, query: { page, per_page: PER_PAGE, ...(prefix ? { deviceId: prefix } : {}), ...(group ? { groups: group } : {}) } },
   }),
 });
 

@@ -1,4 +1,4 @@
-import { useRef, useState, type FormEvent } from 'react';
+import { useRef, useState, type FormEvent, type ReactNode } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api, type ApiAnswer } from '../../../lib/api-client.js';
@@ -6,6 +6,7 @@ import { deviceKeys, deviceQuery } from '../api/queries.js';
 import type { Session } from '../../../lib/session.js';
 import { describeStream, useEventStream, type StreamEvent } from '../../../lib/events.js';
 import { DeviceCalls } from './DeviceCalls.js';
+import { DeviceGroups } from './DeviceGroups.js';
 import { ConfirmButton } from '../../../components/Confirm.js';
 
 export type DeviceDetail = ApiAnswer<'/v1/products/{productIdOrSlug}/devices/{deviceId}'>;
@@ -16,8 +17,14 @@ export interface DeviceAt { params: { path: { productIdOrSlug: string; deviceId:
 /** The newest events the page keeps: enough to watch, bounded so a chatty device cannot fill memory. */
 const KEPT = 100;
 
-/** One device of the fleet: its details, its settings, calls and reads, and its live events. */
-export function Device({ session, product }: { session: Session; product: string }) {
+/** What another part of the console shows of the device on its page, given the device and a way to read it again after a change. */
+export type DeviceSection = (device: DeviceDetail, refresh: () => Promise<unknown>) => ReactNode;
+
+/**
+ * One device of the fleet: its details, its settings, its groups, calls and reads, and its live
+ * events. `firmware` is its firmware section, which the firmware feature draws (app/ puts them together).
+ */
+export function Device({ session, product, firmware }: { session: Session; product: string; firmware?: DeviceSection }) {
   const { id = '' } = useParams();
   const at: DeviceAt = { params: { path: { productIdOrSlug: product, deviceId: id } } };
   const client = useQueryClient();
@@ -64,10 +71,12 @@ export function Device({ session, product }: { session: Session; product: string
       <dl className="pairs">
         <dt>State</dt><dd>{online ? 'online' : 'offline'}</dd>
         <dt>Last heard</dt><dd>{heard ? new Date(heard).toLocaleString() : 'never'}</dd>
-        <dt>Firmware</dt><dd>{d.firmware_version === null ? 'not reported' : `version ${d.firmware_version}`}{d.system_firmware_version ? `, Device OS ${d.system_firmware_version}` : ''}</dd>
+        <dt>Device OS</dt><dd>{d.system_firmware_version ?? 'not reported'}</dd>
         <dt>Mode</dt><dd>{d.development ? 'development device' : 'regular device'}</dd>
       </dl>
       <Edit session={session} at={at} device={d} product={product} />
+      {firmware?.(d, () => client.invalidateQueries({ queryKey: deviceKeys.one(product, id) }))}
+      <DeviceGroups session={session} at={at} device={d} product={product} />
       <DeviceCalls session={session} at={at} device={d} />
       <section aria-labelledby="events-title">
         <div className="row">
