@@ -173,7 +173,13 @@ test('an abort stops a transfer under way at its next step: no more chunks, the 
     await eventually(() => (chunks() === 8 ? true : undefined), 10_000, 'a window of chunks');
     const offer = JSON.parse(seen.find((m) => m.leaf === 'ota/begin')!.payload.toString()) as { id: string; chunk_size: number };
     await p.call('POST', `/firmware/rollouts/${id}/abort`);
-    await eventually(async () => ((await server.skyport.services.firmwareUpdates.stateOf(who.id))?.state === 'failed' ? true : undefined), 10_000, 'the update failed');
+    // The node holding the device stops the transfer: the update failed, `superseded` (the abort itself marks it `aborted`).
+    const failed = await eventually(async () => {
+      const s = await server.skyport.services.firmwareUpdates.stateOf(who.id);
+      return s?.error === 'superseded' ? s : undefined;
+    }, 10_000, 'the transfer stopped');
+    assert.equal(failed.state, 'failed');
+    assert.equal(server.skyport.services.firmwareUpdates.inProgress(), 0);
     // Its next step: the acknowledgement that would open the window is refused, and nothing more comes.
     await c.publishAsync(`devices/${who.id}/ota/ack`, JSON.stringify({ id: offer.id, offset: 8 * offer.chunk_size }), { qos: 1 });
     const refusal = await eventually(() => seen.find((m) => m.leaf === 'error'), 5000, 'cloud/error');
@@ -260,6 +266,8 @@ test('bad requests answer 400, 404 or 409 with a clear error, never 500', async 
   await bad({ version: 2, rate_per_minute: 0 }, 400, /rate_per_minute/);
   await p.call('POST', '/firmware/rollouts', { version: 2 }, 201);
   await bad({ version: 2 }, 409, /under way/);
+  const kept = await p.call('DELETE', '/firmware/2', undefined, 409);
+  assert.match(kept.json.error_description, /released or rolled out/, 'a version rolled out is kept as a released one is');
   await p.call('GET', '/firmware/rollouts/999999', undefined, 404);
   const list = await p.call('GET', '/firmware/rollouts');
   assert.equal(list.json.rollouts.length, 1);

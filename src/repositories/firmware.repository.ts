@@ -138,6 +138,11 @@ export function createFirmwareRepository(db: Queryable) {
          WHERE product_id = $1 AND version = $2`, [productId, version, r.intelligent, r.signature, at, released]);
     },
 
+    /** A rollout started with the version: it counts as released from now (it is never deleted). */
+    async markReleased(productId: number, version: number, at: Date, tx: Tx): Promise<void> {
+      await tx.query('UPDATE product_firmware SET released_at = COALESCE(released_at, $3) WHERE product_id = $1 AND version = $2', [productId, version, at]);
+    },
+
     async signingKey(productId: number, q: Queryable = db): Promise<{ publicKey: Buffer; createdAt: Date } | undefined> {
       const rows = await q.query<{ public_key: Buffer; created_at: Date }>('SELECT public_key, created_at FROM product_signing_keys WHERE product_id = $1', [productId]);
       return rows[0] && { publicKey: rows[0].public_key, createdAt: new Date(rows[0].created_at) };

@@ -121,7 +121,7 @@ export function createImages(deps: { db: Db; repo: FirmwareRepository; clock: Cl
       await deps.db.transaction(async (tx) => {
         const f = await repo.find(product.id, version, tx, true);
         if (!f) throw new DomainError('not_found', `The product has no firmware version ${version}`);
-        if (f.releasedAt) throw new DomainError('firmware_in_use', `Version ${version} has been released (first on ${f.releasedAt.toISOString()}): a released version stays, so that what devices ran can be told and released again`);
+        if (f.releasedAt) throw new DomainError('firmware_in_use', `Version ${version} has been released or rolled out (first on ${f.releasedAt.toISOString()}): a released version stays, so that what devices ran can be told and released again`);
         const locked = await repo.lockedTo(product.id, version, tx);
         if (locked > 0) throw new DomainError('firmware_in_use', `${locked} device${locked === 1 ? ' is' : 's are'} locked to version ${version}: unlock ${locked === 1 ? 'it' : 'them'} first`);
         await repo.delete(product.id, version, tx);

@@ -61,5 +61,7 @@ export async function createRollout(deps: {
     advance: spec.advance, errorThreshold: spec.errorThreshold, excluded, errorsSince: at, createdBy: actor.account, createdAt: at,
   }, tx);
   await repo.addMembers(id, members, tx);
+  // Rolled out is released: the version is kept from now on (a released version is never deleted).
+  await firmware.markReleased(productId, spec.version, at, tx);
   return { id, devices: members.length, waves: waves.length };
 }
