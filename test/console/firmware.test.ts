@@ -34,7 +34,7 @@ async function checked(page: Page, what: string): Promise<void> {
 const api = (path: string, token: string, init: { method?: string; json?: unknown } = {}) => raw(`${tested.server.url}${path}`, { token, ...init });
 const row = (page: Page, name: RegExp) => page.getByRole('row', { name });
 
-describe('the firmware and groups pages', { concurrency: true, timeout: 120_000 }, () => {
+describe('the firmware and groups pages', { concurrency: true, timeout: 180_000 }, () => {
   test('upload: a binary of another product refused in words; a valid one, its version read from the file; edit, download, delete', async () => {
     const { username, token } = await signUp(tested.server.url);
     const product = await newProduct(tested.server.url, token, 'Uploads');
@@ -69,6 +69,7 @@ describe('the firmware and groups pages', { concurrency: true, timeout: 120_000 
     await page.getByRole('heading', { name: 'Edit version 2' }).waitFor();
     await page.getByRole('textbox', { name: 'Title' }).last().fill('Blink fast');
     await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { name: 'Edit version 2' }).waitFor({ state: 'detached' });
     await row(page, /^2 Blink fast/).waitFor();
     assert.equal((await api(`/v1/products/${product.id}/firmware/2`, token)).json.title, 'Blink fast');
 
@@ -188,6 +189,7 @@ describe('the firmware and groups pages', { concurrency: true, timeout: 120_000 
     const edit = page.getByRole('region', { name: 'Edit group europe' });
     await edit.getByRole('textbox', { name: 'Name' }).fill('eu-west');
     await edit.getByRole('button', { name: 'Save' }).click();
+    await edit.waitFor({ state: 'detached' });
     await row(page, /eu-west/).waitFor();
     assert.equal((await api(`/v1/products/${product.id}/groups/europe`, token)).status, 404);
     assert.equal((await api(`/v1/products/${product.id}/groups/eu-west`, token)).json.group.description, 'devices in the EU');
