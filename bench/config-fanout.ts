@@ -23,22 +23,14 @@ import { startBaselineCloud } from './config-baseline.js';
 import type { Expect, Report } from './config-devices.js';
 import { problemsOf, roundDone, startFleet } from './config-fleet.js';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, buildSkyport, cpuSeconds, gitCommit, onCleanup, option, percentile, round2, runBenchmark, sleep, startSkyport, stopChild,
+  DEFAULT_ADMIN_URL, ROOT, api, commandLine, buildSkyport, cpuSeconds, gitCommit, onCleanup, option, percentile, round2, runBenchmark, sleep, startSkyport, stopChild,
   userWithProduct, type Skyport, type Store,
 } from './harness.js';
 import { attachProbe, type PhaseProbe } from './probe.js';
 
 const USAGE = 'usage: npm run bench:config -- [--quick] [--devices 10000] [--store embedded|postgres|both] [--rounds 3] [--storm-rounds 2] [--per-worker 5000] [--in-flight 100] [--timeout 300] [--probe] [--from build|source] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL]';
-const args = process.argv.slice(2);
-if (args.includes('--help')) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const quick = args.includes('--quick');
+const { args, quick, stores } = commandLine(USAGE, 'embedded');
 const DEVICES = Number(option(args, 'devices') ?? (quick ? 1000 : 10_000));
-const storeArg = option(args, 'store') ?? 'embedded';
-if (!['embedded', 'postgres', 'both'].includes(storeArg)) throw new Error(`--store must be embedded, postgres or both\n${USAGE}`);
-const stores: Store[] = storeArg === 'both' ? ['embedded', 'postgres'] : [storeArg as Store];
 const ROUNDS = Number(option(args, 'rounds') ?? (quick ? 1 : 3));
 const STORM_ROUNDS = Number(option(args, 'storm-rounds') ?? (quick ? 1 : 2));
 /** Sockets per device worker: a worker is one process, and its fds count against its own limit. */

@@ -16,22 +16,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, buildSkyport, cpuTimes, exitedEarly, gitCommit, serverInspector, onCleanup, openFilesLimit, option, processOpenFiles, round2, rssKb,
+  DEFAULT_ADMIN_URL, ROOT, api, commandLine, buildSkyport, cpuTimes, exitedEarly, gitCommit, serverInspector, onCleanup, openFilesLimit, option, processOpenFiles, round2, rssKb,
   runBenchmark, sleep, startSkyport, stopChild, timeout, track, userWithProduct, type Store,
 } from './harness.js';
 import { startMosquitto } from './mosquitto.js';
 
 const USAGE = 'usage: npm run bench:connections -- [--quick] [--counts 10000,50000] [--store embedded|postgres|both] [--in-flight 250] [--keepalive 120] [--settle 3] [--mosquitto spawn|mqtt://127.0.0.1:1883] [--heap] [--profile] [--heap-snapshot] [--from build|source] [--pg-admin-url URL]';
-const args = process.argv.slice(2);
-if (args.includes('--help')) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const quick = args.includes('--quick');
+const { args, quick, stores } = commandLine(USAGE, 'embedded');
 const counts = (option(args, 'counts') ?? (quick ? '2000' : '10000,50000')).split(',').map(Number);
-const storeArg = option(args, 'store') ?? 'embedded';
-if (!['embedded', 'postgres', 'both'].includes(storeArg)) throw new Error(`--store must be embedded, postgres or both\n${USAGE}`);
-const stores: Store[] = storeArg === 'both' ? ['embedded', 'postgres'] : [storeArg as Store];
 /** Connects in flight per load process. */
 const IN_FLIGHT = Number(option(args, 'in-flight') ?? 250);
 const KEEPALIVE = Number(option(args, 'keepalive') ?? 120);

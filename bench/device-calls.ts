@@ -20,19 +20,11 @@ import mqtt from 'mqtt';
 import { Pool } from 'undici';
 import { ARG, CALL_TIMEOUT_MS, checkAnswer, compare, startResponder, wireCaller, type Call, type Row, type Side } from './call-drive.js';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, gitCommit, onCleanup, option, runBenchmark, startSkyport, stopChild, userWithProduct, type Store,
+  DEFAULT_ADMIN_URL, ROOT, api, commandLine, gitCommit, onCleanup, option, runBenchmark, startSkyport, stopChild, userWithProduct,
 } from './harness.js';
 
 const USAGE = 'usage: npm run bench:calls -- [--quick] [--store embedded|postgres|both] [--duration S] [--warmup S] [--rounds N] [--concurrency 1,64] [--devices 4] [--route devices|products|both] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL] [--client wire|undici|http]';
-const args = process.argv.slice(2);
-if (args.includes('--help')) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const quick = args.includes('--quick');
-const storeArg = option(args, 'store') ?? 'both';
-if (!['embedded', 'postgres', 'both'].includes(storeArg)) throw new Error(`--store must be embedded, postgres or both\n${USAGE}`);
-const stores: Store[] = storeArg === 'both' ? ['embedded', 'postgres'] : [storeArg as Store];
+const { args, quick, stores } = commandLine(USAGE, 'both');
 const duration = Number(option(args, 'duration') ?? (quick ? 3 : 8));
 const warmup = Number(option(args, 'warmup') ?? 1);
 const rounds = Number(option(args, 'rounds') ?? (quick ? 1 : 2));

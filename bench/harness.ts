@@ -356,6 +356,21 @@ export function option(args: readonly string[], name: string): string | undefine
 }
 
 /**
+ * A benchmark's command line: `--help` prints `usage` and exits; `--quick`; `--store
+ * embedded|postgres|both` (default `defaultStore`) as the stores to run, in that order.
+ */
+export function commandLine(usage: string, defaultStore: Store | 'both'): { args: string[]; quick: boolean; stores: Store[] } {
+  const args = process.argv.slice(2);
+  if (args.includes('--help')) {
+    console.log(usage);
+    process.exit(0);
+  }
+  const storeArg = option(args, 'store') ?? defaultStore;
+  if (!['embedded', 'postgres', 'both'].includes(storeArg)) throw new Error(`--store must be embedded, postgres or both\n${usage}`);
+  return { args, quick: args.includes('--quick'), stores: storeArg === 'both' ? ['embedded', 'postgres'] : [storeArg as Store] };
+}
+
+/**
  * A session with a server's inspector (it runs with --inspect): the Chrome DevTools protocol over
  * a WebSocket. `send` answers the result of one method call; `ws` carries events too.
  */

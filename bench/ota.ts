@@ -21,7 +21,7 @@ import { SETTINGS } from '../src/config/settings.js';
 import { DEFAULT_CHUNK_BYTES, DEFAULT_WINDOW } from '../src/domain/ota-protocol.js';
 import { startCommandChild, type CommandChild } from './command-child.js';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, cpuSeconds, gitCommit, inspectorSession, onCleanup, option, round2, rssKb, runBenchmark, sleep, startSkyport, stopChild,
+  DEFAULT_ADMIN_URL, ROOT, api, commandLine, cpuSeconds, gitCommit, inspectorSession, onCleanup, option, round2, rssKb, runBenchmark, sleep, startSkyport, stopChild,
   userWithProduct, type Skyport, type Store,
 } from './harness.js';
 import { startMosquitto } from './mosquitto.js';
@@ -29,15 +29,7 @@ import { carryOverBroker } from './ota-publisher.js';
 import { attachProbe, type PhaseProbe } from './probe.js';
 
 const USAGE = 'usage: npm run bench:ota -- [--quick] [--store embedded|postgres|both] [--devices 1000] [--image-bytes 1048576] [--device-processes 2] [--baseline-at-once N] [--probe] [--pg-admin-url URL]';
-const args = process.argv.slice(2);
-if (args.includes('--help')) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const quick = args.includes('--quick');
-const storeArg = option(args, 'store') ?? 'both';
-if (!['embedded', 'postgres', 'both'].includes(storeArg)) throw new Error(`--store must be embedded, postgres or both\n${USAGE}`);
-const stores: Store[] = storeArg === 'both' ? ['embedded', 'postgres'] : [storeArg as Store];
+const { args, quick, stores } = commandLine(USAGE, 'both');
 const DEVICES = Number(option(args, 'devices') ?? (quick ? 100 : 1000));
 const IMAGE_BYTES = Number(option(args, 'image-bytes') ?? (quick ? 256 * 1024 : 1024 * 1024));
 const PROCESSES = Number(option(args, 'device-processes') ?? 2);

@@ -29,22 +29,14 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { Agent, request } from 'undici';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, cpuSeconds, gitCommit, onCleanup, option, round2, runBenchmark, sleep, startSkyport, stopChild,
+  DEFAULT_ADMIN_URL, ROOT, api, commandLine, cpuSeconds, gitCommit, onCleanup, option, round2, runBenchmark, sleep, startSkyport, stopChild,
   userWithProduct, type Skyport, type Store,
 } from './harness.js';
 import { startCommandChild, type CommandChild } from './command-child.js';
 import { attachProbe, type PhaseProbe, type Probe } from './probe.js';
 
 const USAGE = 'usage: npm run bench:webhooks -- [--quick] [--store embedded|postgres|both] [--phases throughput,latency,outage] [--duration S] [--latency-duration S] [--healthy S] [--paced-warmup S] [--outage S] [--outage-mode 503|refuse] [--rate 1000] [--devices 8] [--window 32] [--concurrency 32] [--data-bytes 128] [--probe] [--pg-admin-url URL]';
-const args = process.argv.slice(2);
-if (args.includes('--help')) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const quick = args.includes('--quick');
-const storeArg = option(args, 'store') ?? 'both';
-if (!['embedded', 'postgres', 'both'].includes(storeArg)) throw new Error(`--store must be embedded, postgres or both\n${USAGE}`);
-const stores: Store[] = storeArg === 'both' ? ['embedded', 'postgres'] : [storeArg as Store];
+const { args, quick, stores } = commandLine(USAGE, 'both');
 const PHASES = (option(args, 'phases') ?? 'throughput,latency,outage').split(',');
 if (PHASES.some((p) => !['throughput', 'latency', 'outage'].includes(p))) throw new Error(`--phases: throughput, latency, outage\n${USAGE}`);
 const DURATION = Number(option(args, 'duration') ?? (quick ? 4 : 15));
