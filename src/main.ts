@@ -190,18 +190,19 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   });
   const events = createEventService({ bus, clock, enqueue: (e) => webhooks.enqueue(e) });
   // The cloud's own events (firmware's): to the streams, and stored for the webhooks that take them.
-  const publish = async (e: CloudEvent) => { bus.publish(e); await webhooks.enqueue(e); };
+  const publish = (e: CloudEvent) => events.emit(e);
+  const userName = async (id: string) => (await users.findById(id))?.username;
   // Product firmware, releases and groups (docs/firmware.md); its events go to the streams and webhooks as the API's do.
   const firmware = createFirmware({
     db, repo: createFirmwareRepository(db), groups: createDeviceGroupsRepository(db), rollouts: createFirmwareRolloutsRepository(db), bus, clock, audit, log, edits: deviceEdits,
-    maxBytes: settings.firmwareMaxBytes, userNames: async (id) => (await users.findById(id))?.username, publish,
+    maxBytes: settings.firmwareMaxBytes, userNames: userName, publish,
   });
   const config = createConfiguration({
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
     schemas: createConfigSchemasRepository(db), values: createConfigValuesRepository(db), history: createConfigHistoryRepository(db),
     state: createDeviceConfigStateRepository(db), products: productsRepo, devices: devicesRepo, wrapReader: seams.configReader, store,
     here, observe: (outcome) => metrics.configDeliveries.inc({ outcome }),
-    userNames: async (id) => (await users.findById(id))?.username,
+    userNames: userName,
   });
   // Firmware updates of the devices held here, of the images the product firmware targets; their
   // events reach streams and webhooks as a device's own.
@@ -335,11 +336,14 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   // In a cluster: the node's lease, the leader's presence check (docs/architecture.md, "Presence and node leases").
   let duties: ClusterDuties | undefined;
 
+  // Work done once per cluster runs on the leader, or on the node itself without NATS
+  // (docs/architecture.md, "Once per cluster").
+  const leadsHere = () => !settings.natsUrl || (duties?.leader.leads() ?? false);
   // Expired tokens, MFA challenges and claim codes are swept every ten minutes; they are refused
   // anyway. In a cluster the leader sweeps, once for all nodes (docs/architecture.md, "Once per cluster").
   const swept = options.seams?.expirySweep;
   const sweep = setInterval(() => {
-    if (settings.natsUrl && !duties?.leader.leads()) return;
+    if (!leadsHere()) return;
     swept?.swept();
     void Promise.all([services.tokens.purgeExpired(), services.mfa.purgeExpired(), services.claims.purgeExpired(), services.webhooks.purge()]).catch((err) => app.log.warn({ err }, 'expiry sweep failed'));
   }, swept?.everyMs ?? 10 * 60 * 1000);
@@ -347,7 +351,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
 
   // Staged rollouts advance once per cluster: on the leader, or on the node itself without NATS.
   const rolloutTicks = setInterval(() => {
-    if (settings.natsUrl && !duties?.leader.leads()) return;
+    if (!leadsHere()) return;
     options.seams?.rolloutTick?.ticked();
     services.firmware.rollouts.tick().catch((err) => app.log.warn({ err }, 'rollout tick failed'));
   }, settings.firmwareRolloutTickSeconds * 1000);

@@ -33,7 +33,13 @@ function withPrefix(prefix: string | undefined, filter: EventFilter): EventFilte
  * devices a token reaches is decided before, as for every device route.
  */
 export function createEventService(deps: { bus: Bus; clock: Clock; enqueue?: (event: CloudEvent) => Promise<void> | null }) {
+  /** To the streams, and stored for the webhooks that take it: resolves once its deliveries are stored. */
+  async function emit(event: CloudEvent): Promise<void> {
+    deps.bus.publish(event);
+    await deps.enqueue?.(event);
+  }
   return {
+    emit,
     /**
      * POST /v1/devices/events (product: null) and /v1/products/:p/events. Resolves once the
      * webhook deliveries the event makes are stored (docs/webhooks.md, "At least once"): the
@@ -58,8 +64,7 @@ export function createEventService(deps: { bus: Bus; clock: Clock; enqueue?: (ev
         name: body.name, data, ttl, private: isPrivate, published_at: deps.clock.now().toISOString(), coreid: 'api',
         owner: product ? null : ownerOf(auth), productId,
       };
-      deps.bus.publish(event);
-      await deps.enqueue?.(event);
+      await emit(event);
     },
 
     /** GET /v1/devices/events[/:prefix]: the caller's own devices (a product token: its fleet). */

@@ -57,7 +57,7 @@ export function buildRequest(spec: WebhookSpec, e: EventContext): OutgoingReques
     if (typeof b.template === 'string') {
       body = render(b.template);
     } else {
-      const rendered = renderDeep(b.template, (t) => render(t));
+      const rendered = renderDeep(b.template, render);
       body = JSON.stringify(Array.isArray(rendered) ? rendered : { ...defaults, ...(rendered as Record<string, unknown>) });
     }
   } else {
