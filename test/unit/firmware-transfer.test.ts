@@ -7,6 +7,9 @@ import { BadPayload } from '../../src/domain/device-protocol.js';
 import { createImageCache } from '../../src/services/firmware/updates/image-cache.js';
 import { Transfer, type OtaLink } from '../../src/services/firmware/updates/transfer.js';
 import { FirmwareReceiver, type ReceiverHooks } from '../../src/sdk/firmware.js';
+import { createUpdateRecords } from '../../src/services/firmware/updates/records.js';
+import type { FirmwareUpdatesRepository } from '../../src/repositories/firmware-updates.repository.js';
+import type { Clock } from '../../src/platform/clock.js';
 
 /** The pure parts of firmware updates: the rules, the wire format, the window, the image cache, the device's checks. */
 
@@ -210,4 +213,26 @@ test('the device refuses before applying: a SHA-256 that does not hold, a bad or
   await disabled.r.onBegin(offer(image));
   await disabled.r.onBegin(offer(image, 'forced00', { forced: true }));
   assert.deepEqual(disabled.sent, [['ready', { id: 'abcdefgh', error: 'updates_disabled' }], ['ready', { id: 'forced00', offset: 0 }]]);
+});
+
+test('a device\'s update events are published in the order they were made, however long each publish takes', async () => {
+  const published: string[] = [];
+  // The first publish (auto-update) is the slow one: its device lookup finishes last.
+  let delays = [30, 0, 0];
+  const records = createUpdateRecords({
+    repo: { write: async () => undefined } as unknown as FirmwareUpdatesRepository,
+    clock: { now: () => new Date(0) } as Clock,
+    log: () => ({ error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined }),
+    emit: async (deviceId, name, data) => {
+      const wait = delays.shift() ?? 0;
+      await new Promise((r) => setTimeout(r, wait));
+      published.push(`${deviceId} ${name} ${data}`);
+    },
+  });
+  const target = { productId: 1, version: 2, sha256: 'x', size: 10, signature: null };
+  const started = await records.downloading('d', null, target);
+  await records.succeeded(started);
+  delays = [];
+  while (published.length < 3) await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual(published, ['d spark/status auto-update', 'd spark/flash/status started ', 'd spark/flash/status success ']);
 });

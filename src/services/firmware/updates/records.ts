@@ -29,8 +29,16 @@ export function createUpdateRecords(deps: { repo: FirmwareUpdatesRepository; clo
   /** Writes handed in and not yet stored (settle waits for them at shutdown). */
   const outstanding = new Set<Promise<void>>();
   const writes = createBatcher<UpdateRecord>((list) => deps.repo.write(list), { maxBatch: 1000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
+  // Each device's events are published in the order they were made (auto-update before started,
+  // started before success): publishing looks the device up first, and two lookups may finish in
+  // either order, so a device's next event waits for its last.
+  const chains = new Map<string, Promise<void>>();
   const emit = (deviceId: string, name: string, data: string) => {
-    deps.emit(deviceId, name, data).catch((err) => deps.log().warn({ err, device: deviceId, event: name }, 'firmware update event not published'));
+    const next = (chains.get(deviceId) ?? Promise.resolve())
+      .then(() => deps.emit(deviceId, name, data))
+      .catch((err) => deps.log().warn({ err, device: deviceId, event: name }, 'firmware update event not published'));
+    chains.set(deviceId, next);
+    void next.then(() => { if (chains.get(deviceId) === next) chains.delete(deviceId); });
   };
 
   async function write(prev: UpdateRecord, state: UpdateState, change: Partial<UpdateRecord> = {}): Promise<UpdateRecord> {
