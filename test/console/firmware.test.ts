@@ -13,7 +13,8 @@ import { runSimulation } from '../../src/sim/simulator.js';
 /**
  * The Firmware and Groups pages in Chromium: uploads (a refusal said in words), the list, edit,
  * download and delete; a release to a group with its impact and the server's warning; a group's
- * simulated device updated over the air while the page shows it, and one outside it left alone; groups made,
+ * simulated device updated over the air while the page shows it, and one outside it left alone; a
+ * staged rollout started, followed, paused by its error threshold and aborted; groups made,
  * changed and deleted; devices put in groups from the fleet's list and the list filtered by
  * group; a device's firmware lock, forced updates and groups on its page.
  */
@@ -161,6 +162,65 @@ describe('the firmware and groups pages', { concurrency: true, timeout: 180_000 
       await page.context().close();
     } finally {
       await Promise.all(sim.devices.map((d) => d.close()));
+    }
+  });
+
+  test('a staged rollout over the fleet started in the page: its waves\' live progress; it pauses by itself once the simulated failures pass its error threshold; aborted after a confirmation', async () => {
+    const { username, token } = await signUp(tested.server.url);
+    const product = await newProduct(tested.server.url, token, 'Rolled out');
+    const ids = await Promise.all([0, 1, 2, 3].map(() => provision(tested.server.url, token, product.id)));
+    await uploaded(tested.server.url, token, product.id, 1);
+    await uploaded(tested.server.url, token, product.id, 2, { title: 'Careful' });
+    // Two devices take the update; two refuse it, as `skyport sim --fail-updates refuse=1` does.
+    const sims = await Promise.all([
+      runSimulation({ mqttUrl: tested.server.mqttUrl, identities: ids.slice(0, 2), firmwareVersion: 1 }),
+      runSimulation({ mqttUrl: tested.server.mqttUrl, identities: ids.slice(2), firmwareVersion: 1, updateFailures: { refuse: 1, check: 0, vanish: 0, revert: 0 } }),
+    ]);
+    try {
+      const running = async (id: string) => (await api(`/v1/products/${product.id}/devices/${id}`, token)).json.firmware_version;
+      await eventually(async () => ((await Promise.all(ids.map((d) => running(d.id)))).every((v) => v === 1) ? true : undefined), 10_000, 'the devices said they run version 1');
+      const page = await opened(username, `/products/${product.slug}/firmware`, 'Firmware');
+      const rollouts = page.getByRole('region', { name: 'Staged rollouts' });
+      await rollouts.getByText('No rollout yet.').waitFor();
+      await rollouts.getByRole('button', { name: 'Start a rollout' }).click();
+      const form = rollouts.getByRole('form', { name: 'Start a rollout' });
+      await form.getByRole('combobox', { name: 'Version' }).selectOption({ label: '2 Careful' });
+      await form.getByRole('spinbutton', { name: 'Failed updates (count)' }).fill('1');
+      // What the API refuses is said in its words, and nothing starts.
+      await form.getByRole('textbox', { name: 'Wave 1 size' }).fill('half');
+      await form.getByRole('button', { name: 'Start the rollout' }).click();
+      await rollouts.getByRole('alert').getByText(/waves\[0\]\.percent must be a share in %/).waitFor();
+      assert.deepEqual((await api(`/v1/products/${product.id}/firmware/rollouts`, token)).json.rollouts, []);
+      await form.getByRole('textbox', { name: 'Wave 1 size' }).fill('50');
+      await form.getByRole('button', { name: 'Start the rollout' }).click();
+
+      const card = rollouts.getByRole('region', { name: 'Rollout of version 2 to the fleet' });
+      await card.waitFor();
+      const waves = card.getByRole('list', { name: 'Waves of the rollout of version 2' });
+      await waves.getByText('Wave 1 (50 %), under way').waitFor();
+      await waves.getByText('Wave 2 (the rest), waiting').waitFor();
+      await checked(page, 'a rollout under way');
+      // The leader's ticks, as the test's: the page shows what each did, read every two seconds.
+      const state = card.getByRole('status', { name: 'Rollout state' });
+      await eventually(async () => {
+        await tested.server.skyport.services.firmware.rollouts.tick();
+        return /^Paused: /.test((await state.textContent()) ?? '') ? true : undefined;
+      }, 30_000, 'the rollout paused by itself');
+      assert.match((await state.textContent()) ?? '', /failed.*error threshold/);
+      assert.match((await waves.getByRole('listitem').last().textContent()) ?? '', /All waves.*\d+ failed/);
+      const stored = (await api(`/v1/products/${product.id}/firmware/rollouts`, token)).json.rollouts[0];
+      assert.deepEqual([stored.state, stored.reason.code], ['paused', 'error_threshold']);
+      await card.getByRole('button', { name: 'Resume' }).waitFor();
+
+      await card.getByRole('button', { name: 'Abort the rollout of version 2' }).click();
+      await card.getByRole('button', { name: 'Yes, abort it' }).click();
+      const ended = rollouts.getByRole('table', { name: 'Rollouts that ended, newest first' });
+      await ended.getByRole('row', { name: /^2 the fleet Aborted/ }).waitFor();
+      assert.equal((await api(`/v1/products/${product.id}/firmware/rollouts`, token)).json.rollouts[0].state, 'aborted');
+      await rollouts.getByRole('button', { name: 'Start a rollout' }).waitFor();
+      await page.context().close();
+    } finally {
+      await Promise.all(sims.flatMap((sim) => sim.devices.map((d) => d.close())));
     }
   });
 

@@ -64,7 +64,6 @@ export function Product({ session }: { session: Session }) {
         <Route index element={<Fleet {...p} />} />
         <Route path="devices/:id" element={<Device {...p} firmware={firmware} />} />
         <Route path="devices/:id/config" element={later(<DeviceConfig {...p} />)} />
-        {/* Staged rollouts go in the Firmware page's `rollouts` place once they exist. */}
         <Route path="firmware" element={later(<Firmware {...p} />)} />
         <Route path="groups" element={later(<Groups {...p} />)} />
         <Route path="config" element={later(<Configuration {...p} />)} />

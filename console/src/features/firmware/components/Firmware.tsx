@@ -1,21 +1,19 @@
-import { useState, type ReactNode } from 'react';
+import { useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import type { Session } from '../../../lib/session.js';
 import { firmwareQuery } from '../api/firmware.js';
 import { EditFirmware, FirmwareList, type Opened } from './FirmwareList.js';
 import { ReleaseFirmware } from './ReleaseFirmware.js';
+import { Rollouts } from './Rollouts.js';
 import { UpdateProgress } from './UpdateProgress.js';
 import { UploadFirmware } from './UploadFirmware.js';
 
 /**
  * A product's Firmware page (docs/console.md, "Firmware"): upload a version, the versions with
  * where each is released and how many devices run it, release one to the fleet or to groups,
- * edit, download or delete one; and where the devices' updates stand.
- *
- * `rollouts`: the place of staged rollouts on this page (their waves, thresholds and progress),
- * given by app/ once the rollouts feature exists; nothing is shown until then.
+ * edit, download or delete one; where the devices' updates stand; and staged rollouts.
  */
-export function Firmware({ session, product, rollouts }: { session: Session; product: string; rollouts?: ReactNode }) {
+export function Firmware({ session, product }: { session: Session; product: string }) {
   const list = useQuery(firmwareQuery(session, product));
   const [uploading, setUploading] = useState(false);
   const [opened, setOpened] = useState<Opened>(null);
@@ -39,7 +37,7 @@ export function Firmware({ session, product, rollouts }: { session: Session; pro
       {openedVersion && opened.kind === 'release' && <ReleaseFirmware key={`r${opened.version}`} {...p} firmware={openedVersion} onClose={() => setOpened(null)} />}
       {openedVersion && opened.kind === 'edit' && <EditFirmware key={`e${opened.version}`} {...p} firmware={openedVersion} onClose={() => setOpened(null)} />}
       <UpdateProgress {...p} />
-      {rollouts}
+      <Rollouts {...p} />
     </section>
   );
 }
