@@ -236,3 +236,37 @@ test('a device\'s update events are published in the order they were made, howev
   while (published.length < 3) await new Promise((r) => setTimeout(r, 5));
   assert.deepEqual(published, ['d spark/status auto-update', 'd spark/flash/status started ', 'd spark/flash/status success ']);
 });
+
+test('what a node wrote last about a device\'s update wins over a read of the store that may not show it yet, until its ending is stored', async () => {
+  let waiting: (() => void) | undefined;
+  /** Stores the batch written next (the batcher writes on a later turn). */
+  const store = async () => {
+    while (!waiting) await new Promise((r) => setImmediate(r));
+    const done = waiting;
+    waiting = undefined;
+    done();
+  };
+  const records = createUpdateRecords({
+    repo: { write: () => new Promise<void>((resolve) => { waiting = resolve; }) } as unknown as FirmwareUpdatesRepository,
+    clock: { now: () => new Date(1000) } as Clock,
+    log: () => ({ error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined }),
+    emit: async () => undefined,
+  });
+  const target = { productId: 1, version: 2, sha256: 'x', size: 10, signature: null };
+  const started = records.downloading('d', null, target);
+  await store();
+  const downloading = await started;
+  const applying = records.applying(downloading, { bytesSent: 10, offset: 10 });
+  // The read began before the write of `applying` was stored: it shows the transfer under way.
+  const staleRead = { ...downloading, updatedAt: new Date(900) };
+  assert.equal(records.newest('d', staleRead)?.state, 'applying', 'not resumed as if still downloading');
+  assert.equal(records.newest('other', staleRead), staleRead, 'other devices: the read');
+  await store();
+  await applying;
+  const succeeded = records.succeeded({ ...downloading, state: 'applying' });
+  assert.equal(records.newest('d', null)?.state, 'succeeded');
+  await store();
+  await succeeded;
+  await new Promise((r) => setImmediate(r));
+  assert.equal(records.newest('d', null), null, 'once its ending is stored, the store answers');
+});

@@ -115,7 +115,9 @@ export function createFirmwareUpdates(deps: {
         await stance(deviceId, said);
       }
       const running = how.hello?.firmwareVersion ?? device.firmwareVersion;
-      const newest = how.first ? await settleReturn(device.newest, running) : device.newest;
+      // What this node wrote last may not be in what was read (a transfer that just ended).
+      const known = records.newest(deviceId, device.newest);
+      const newest = how.first ? await settleReturn(known, running) : known;
       // Only a product's devices are given firmware; a transfer under way goes on unless a notice changed its target.
       if (device.productId === null || (transfers.has(deviceId) && !how.released)) return;
       const target = await deps.source.targetFor(deviceId);
@@ -167,7 +169,7 @@ export function createFirmwareUpdates(deps: {
     const now = deps.clock.now();
     transfers.sweep(now.getTime());
     const expired = await deps.repo.expireApplying(new Date(now.getTime() - deps.settings.timeoutSeconds * 1000), now, FAILURES.noReturn);
-    for (const r of expired) records.announceFailure(r.deviceId);
+    for (const r of expired) records.expired(r.deviceId);
   }
   const sweeping = setInterval(() => { sweep().catch((err) => log().warn({ err }, 'firmware update sweep failed')); }, SWEEP_MS);
   sweeping.unref();

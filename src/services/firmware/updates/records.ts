@@ -5,6 +5,9 @@ import type { FirmwareUpdatesRepository } from '../../../repositories/firmware-u
 import { createBatcher } from '../../../storage/batcher.js';
 import type { FirmwareTarget } from './source.js';
 
+/** Devices whose newest record is kept here while reads of the store may not see it yet. */
+const MAX_HANDED_IN = 10_000;
+
 /** Publishes an event from a device to its owner's and product's streams and webhooks. */
 export type EmitEvent = (deviceId: string, name: string, data: string) => Promise<void>;
 
@@ -41,11 +44,29 @@ export function createUpdateRecords(deps: { repo: FirmwareUpdatesRepository; clo
     void next.then(() => { if (chains.get(deviceId) === next) chains.delete(deviceId); });
   };
 
+  /**
+   * The newest record this node handed in per device whose transfer it ran, until an ending of it
+   * is stored: a read of the store issued meanwhile may not see the write yet (a transfer that
+   * just ended looks still under way, and would be resumed). Bounded: the oldest goes first, and
+   * then the store's answer is all there is.
+   */
+  const handedIn = new Map<string, UpdateRecord>();
+  function remember(r: UpdateRecord, written: Promise<void>): void {
+    handedIn.delete(r.deviceId);
+    if (r.state === 'pending') return;
+    handedIn.set(r.deviceId, r);
+    if (handedIn.size > MAX_HANDED_IN) handedIn.delete(handedIn.keys().next().value as string);
+    if (r.state === 'succeeded' || r.state === 'failed') {
+      void written.then(() => { if (handedIn.get(r.deviceId) === r) handedIn.delete(r.deviceId); }, () => undefined);
+    }
+  }
+
   async function write(prev: UpdateRecord, state: UpdateState, change: Partial<UpdateRecord> = {}): Promise<UpdateRecord> {
     const now = deps.clock.now();
     const ended = state === 'succeeded' || state === 'failed';
     const next: UpdateRecord = { ...prev, state, ...change, updatedAt: now, finishedAt: ended ? now : null };
     const written = writes.add(next);
+    remember(next, written);
     const settled = written.then(() => undefined, () => undefined);
     outstanding.add(settled);
     void settled.then(() => outstanding.delete(settled));
@@ -69,6 +90,17 @@ export function createUpdateRecords(deps: { repo: FirmwareUpdatesRepository; clo
   }
 
   return {
+    /**
+     * The device's newest update: the store's (as read), or what this node handed in since, when
+     * that is newer (the same instant counts as newer: it was written after the read began).
+     */
+    newest(deviceId: string, read: UpdateRecord | null): UpdateRecord | null {
+      const mine = handedIn.get(deviceId);
+      if (!mine) return read;
+      if (!read) return mine;
+      return mine.updatedAt.getTime() >= read.updatedAt.getTime() ? mine : read;
+    },
+
     /**
      * The update waits: for the device to take updates again (its owner hears
      * `particle/device/updates/pending`), or for a transfer slot on this node (silently).
@@ -116,7 +148,10 @@ export function createUpdateRecords(deps: { repo: FirmwareUpdatesRepository; clo
     },
 
     /** The sweep's failures, written by a statement of their own, make their events and metrics here. */
-    announceFailure,
+    expired(deviceId: string): void {
+      handedIn.delete(deviceId);
+      announceFailure(deviceId);
+    },
 
     /** Waits for every write handed in so far. */
     async settle(): Promise<void> {
