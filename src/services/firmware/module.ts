@@ -1,4 +1,3 @@
-import reader from 'binary-version-reader';
 import { DomainError } from '../../domain/errors.js';
 
 /**
@@ -8,13 +7,16 @@ import { DomainError } from '../../domain/errors.js';
  * and a suffix read from the end (CRC-32 of everything before it, suffix size, SHA-256, product
  * version and product id, each a u16).
  */
-const { HalModuleParser, ModuleInfo } = reader;
+type Reader = typeof import('binary-version-reader').default;
+let loading: Promise<Reader> | undefined;
+/**
+ * The reader is loaded when a binary is first read: with its protobuf definitions it takes about
+ * a quarter of a second to load, which neither the server's start nor the CLI's other commands
+ * should pay.
+ */
+const reader = (): Promise<Reader> => (loading ??= import('binary-version-reader').then((m) => m.default));
 
-/** Application firmware: the only module function a product releases. */
-export const USER_PART = ModuleInfo.FunctionType.USER_PART;
 const NO_FUNCTION = 0;
-/** A prefix, the smallest suffix, and the CRC: anything shorter is no module. */
-const SMALLEST_MODULE = ModuleInfo.MODULE_PREFIX_SIZE + ModuleInfo.MIN_MODULE_SUFFIX_SIZE + 4;
 
 export interface FirmwareModule {
   platformId: number;
@@ -28,7 +30,9 @@ export interface FirmwareModule {
 
 /** Reads a binary's module fields; null when it is not a module at all. */
 export async function readModule(image: Buffer): Promise<FirmwareModule | null> {
-  if (image.length < SMALLEST_MODULE) return null;
+  const { HalModuleParser, ModuleInfo } = await reader();
+  // A prefix, the smallest suffix, and the CRC: anything shorter is no module.
+  if (image.length < ModuleInfo.MODULE_PREFIX_SIZE + ModuleInfo.MIN_MODULE_SUFFIX_SIZE + 4) return null;
   try {
     const m = await new HalModuleParser().parseBuffer({ fileBuffer: image });
     // The parser takes the likeliest prefix it finds, even in a file that has none: a module's
@@ -64,6 +68,8 @@ const refused = (reason: ModuleProblem, message: string) => new DomainError('inv
  */
 export async function checkModule(image: Buffer, expected: { productId: number; platformId: number; version: number }): Promise<FirmwareModule> {
   const m = await readModule(image);
+  /** Application firmware: the only module function a product releases. */
+  const USER_PART = (await reader()).ModuleInfo.FunctionType.USER_PART;
   if (!m) throw refused('format', 'The file is not a Particle module binary (no module prefix and suffix found): upload the .bin the compiler made');
   if (!m.crc.ok) throw refused('crc', `The binary's CRC-32 does not hold (stored ${m.crc.stored}, computed ${m.crc.computed}): the file is damaged or truncated`);
   if (m.moduleFunction !== USER_PART) throw refused('module_function', `The module is not application firmware (module function ${m.moduleFunction}; application firmware is ${USER_PART}): a product releases application firmware only`);
