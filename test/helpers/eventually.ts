@@ -4,12 +4,19 @@
  * change). Waiting for something *not* to happen is never a sleep: the test sends a sentinel
  * after it, and once the sentinel is in, what did not arrive before it will not.
  */
+/** The longest pause between two polls. */
+const MAX_PAUSE_MS = 100;
+
 export async function eventually<T>(f: () => Promise<T | undefined> | T | undefined, ms = 5000, what = 'condition'): Promise<T> {
   const until = Date.now() + ms;
+  // Asked often at first, then less: a long wait (a busy machine) polls a few times a second,
+  // not fifty, and leaves the CPU to what it waits for.
+  let pause = 10;
   for (;;) {
     const v = await f();
     if (v !== undefined) return v;
     if (Date.now() > until) throw new Error(`${what} not met in ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, pause));
+    pause = Math.min(pause * 1.5, MAX_PAUSE_MS);
   }
 }

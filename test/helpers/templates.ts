@@ -19,6 +19,15 @@ export interface Templates { TEST_EMBEDDED_TEMPLATE: string; TEST_POSTGRES_TEMPL
 export async function makeTemplates(dir: string, postgresUrl?: string): Promise<Templates> {
   const embedded = await openEmbedded(undefined);
   await migrate(embedded);
+  // Each test store loads the whole tarball: without initdb's template databases, which an
+  // embedded store never copies (it has one database), a copy loads in about half the time.
+  // Checkpointed, it starts without replaying the migrations' write-ahead log.
+  for (const name of ['template1', 'template0']) {
+    // One statement at a time: DROP DATABASE runs outside a transaction only.
+    await embedded.exec(`ALTER DATABASE ${name} IS_TEMPLATE false`);
+    await embedded.exec(`DROP DATABASE ${name}`);
+  }
+  await embedded.exec('CHECKPOINT');
   const file = join(dir, 'embedded-template.tar');
   writeFileSync(file, await embedded.dump());
   await embedded.close();
