@@ -14,7 +14,7 @@
 // limiter's cost on the read path (limits on, never reached, against off).
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -120,9 +120,13 @@ async function forkServer(name: string, script: string, env: Record<string, stri
  * BENCH_SERVER_NODE_ARGS adds Node flags to the server (e.g. --cpu-prof).
  */
 async function startSkyport(store: Store, adminUrl: string, limits: Record<string, string> = LIMITS_OFF): Promise<Running> {
-  const env: Record<string, string> = { ...cleanEnv(), LOG_LEVEL: 'warn', SIGNUP: 'on', ...limits };
+  // LOG_LEVEL as shipped (info: one line per request), the log written to a file as an operator
+  // keeps it, so that the measured cost of a request includes its log line.
+  const env: Record<string, string> = { ...cleanEnv(), SIGNUP: 'on', ...limits };
   const dataDir = mkdtempSync(join(tmpdir(), 'skyport-bench-'));
   onCleanup(() => rmSync(dataDir, { recursive: true, force: true }));
+  const log = openSync(join(dataDir, 'skyport.log'), 'a');
+  onCleanup(() => closeSync(log));
   env.DATA_DIR = dataDir;
   if (store === 'postgres') env.DATABASE_URL = await createDatabase(adminUrl, 'skyport_bench');
 
@@ -132,7 +136,7 @@ async function startSkyport(store: Store, adminUrl: string, limits: Record<strin
   const name = `skyport (${store})`;
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = track(spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli/run.ts', 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'], {
-    cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: ROOT, env, stdio: ['ignore', log, 'pipe'],
   }));
   onCleanup(() => stopChild(child, 5000));
   const output = captureOutput(child);
