@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +74,8 @@ processTest('the server process: user create with sign-up closed, start, SIGTERM
     assert.equal(await mqttTaken.exit, 1);
     assert.match(mqttTaken.err(), /port \d+ is already in use; set MQTT_PORT/);
     assert.equal(mqttTaken.err().trimEnd().split('\n').length, 1, `one line: ${mqttTaken.err()}`);
+    // Said before the store is opened: no data directory was made for a start that cannot listen.
+    assert.equal(existsSync(join(dir, 'other')), false);
 
     server.child.kill('SIGTERM');
     assert.equal(await server.exit, 0, server.err());
