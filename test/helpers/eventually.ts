@@ -1,12 +1,12 @@
+/** The longest pause between two polls. */
+const MAX_PAUSE_MS = 100;
+
 /**
  * Polls until `f` answers something other than undefined, and answers it; fails after `ms`.
  * The one way the tests wait for something the cloud does on its own time (a delivery, a status
  * change). Waiting for something *not* to happen is never a sleep: the test sends a sentinel
  * after it, and once the sentinel is in, what did not arrive before it will not.
  */
-/** The longest pause between two polls. */
-const MAX_PAUSE_MS = 100;
-
 export async function eventually<T>(f: () => Promise<T | undefined> | T | undefined, ms = 5000, what = 'condition'): Promise<T> {
   const until = Date.now() + ms;
   // Asked often at first, then less: a long wait (a busy machine) polls a few times a second,

@@ -7,7 +7,7 @@ import { BadPayload } from '../../src/domain/device-protocol.js';
 import { createImageCache } from '../../src/services/firmware/updates/image-cache.js';
 import { Transfer, type OtaLink } from '../../src/services/firmware/updates/transfer.js';
 import { FirmwareReceiver, type ReceiverHooks } from '../../src/sdk/firmware.js';
-import { createUpdateRecords } from '../../src/services/firmware/updates/records.js';
+import { createUpdateRecords, type EmitEvent } from '../../src/services/firmware/updates/records.js';
 import type { FirmwareUpdatesRepository } from '../../src/repositories/firmware-updates.repository.js';
 import type { Clock } from '../../src/platform/clock.js';
 
@@ -215,24 +215,32 @@ test('the device refuses before applying: a SHA-256 that does not hold, a bad or
   assert.deepEqual(disabled.sent, [['ready', { id: 'abcdefgh', error: 'updates_disabled' }], ['ready', { id: 'forced00', offset: 0 }]]);
 });
 
+/** Update records over a stand-in store and clock: `write` stores a batch, `emit` publishes an event. */
+function recordsOver(deps: { write(): Promise<void>; nowMs: number; emit?: EmitEvent }) {
+  return createUpdateRecords({
+    repo: { write: deps.write } as unknown as FirmwareUpdatesRepository,
+    clock: { now: () => new Date(deps.nowMs) } as Clock,
+    log: () => ({ error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined }),
+    emit: deps.emit ?? (async () => undefined),
+  });
+}
+const TARGET = { productId: 1, version: 2, sha256: 'x', size: 10, signature: null };
+
 test('a device\'s update events are published in the order they were made, however long each publish takes', async () => {
   const published: string[] = [];
   // The first publish (auto-update) is the slow one: its device lookup finishes last.
-  let delays = [30, 0, 0];
-  const records = createUpdateRecords({
-    repo: { write: async () => undefined } as unknown as FirmwareUpdatesRepository,
-    clock: { now: () => new Date(0) } as Clock,
-    log: () => ({ error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined }),
+  const delays = [30, 0, 0];
+  const records = recordsOver({
+    write: async () => undefined,
+    nowMs: 0,
     emit: async (deviceId, name, data) => {
       const wait = delays.shift() ?? 0;
       await new Promise((r) => setTimeout(r, wait));
       published.push(`${deviceId} ${name} ${data}`);
     },
   });
-  const target = { productId: 1, version: 2, sha256: 'x', size: 10, signature: null };
-  const started = await records.downloading('d', null, target);
+  const started = await records.downloading('d', null, TARGET);
   await records.succeeded(started);
-  delays = [];
   while (published.length < 3) await new Promise((r) => setTimeout(r, 5));
   assert.deepEqual(published, ['d spark/status auto-update', 'd spark/flash/status started ', 'd spark/flash/status success ']);
 });
@@ -246,14 +254,8 @@ test('what a node wrote last about a device\'s update wins over a read of the st
     waiting = undefined;
     done();
   };
-  const records = createUpdateRecords({
-    repo: { write: () => new Promise<void>((resolve) => { waiting = resolve; }) } as unknown as FirmwareUpdatesRepository,
-    clock: { now: () => new Date(1000) } as Clock,
-    log: () => ({ error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined }),
-    emit: async () => undefined,
-  });
-  const target = { productId: 1, version: 2, sha256: 'x', size: 10, signature: null };
-  const started = records.downloading('d', null, target);
+  const records = recordsOver({ write: () => new Promise<void>((resolve) => { waiting = resolve; }), nowMs: 1000 });
+  const started = records.downloading('d', null, TARGET);
   await store();
   const downloading = await started;
   const applying = records.applying(downloading, { bytesSent: 10, offset: 10 });

@@ -3,6 +3,7 @@ import type { Clock } from '../../../platform/clock.js';
 import type { Log } from '../../../platform/log.js';
 import type { FirmwareUpdatesRepository } from '../../../repositories/firmware-updates.repository.js';
 import { createBatcher } from '../../../storage/batcher.js';
+import { createDeviceTurns } from '../../config/turns.js';
 import type { FirmwareTarget } from './source.js';
 
 /** Devices whose newest record is kept here while reads of the store may not see it yet. */
@@ -34,14 +35,11 @@ export function createUpdateRecords(deps: { repo: FirmwareUpdatesRepository; clo
   const writes = createBatcher<UpdateRecord>((list) => deps.repo.write(list), { maxBatch: 1000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
   // Each device's events are published in the order they were made (auto-update before started,
   // started before success): publishing looks the device up first, and two lookups may finish in
-  // either order, so a device's next event waits for its last.
-  const chains = new Map<string, Promise<void>>();
+  // either order, so a device's next event waits its turn behind its last.
+  const publishing = createDeviceTurns();
   const emit = (deviceId: string, name: string, data: string) => {
-    const next = (chains.get(deviceId) ?? Promise.resolve())
-      .then(() => deps.emit(deviceId, name, data))
+    publishing.run(deviceId, () => deps.emit(deviceId, name, data))
       .catch((err) => deps.log().warn({ err, device: deviceId, event: name }, 'firmware update event not published'));
-    chains.set(deviceId, next);
-    void next.then(() => { if (chains.get(deviceId) === next) chains.delete(deviceId); });
   };
 
   /**
