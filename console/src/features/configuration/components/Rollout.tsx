@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import type { ApiAnswer } from '../../../lib/api-client.js';
 import { rolloutQuery } from '../api/queries.js';
 import type { Session } from '../../../lib/session.js';
+import { ShareBar } from '../../../components/ShareBar.js';
 import type { ConfigSchema } from '../utils/config-form.js';
 
 type Counts = ApiAnswer<'/v1/products/{productIdOrSlug}/config/rollout'>['modules'][string];
@@ -9,24 +10,10 @@ type Counts = ApiAnswer<'/v1/products/{productIdOrSlug}/config/rollout'>['module
 /** How often the rollout is read while the page is open: devices take a change within seconds. */
 const EVERY_MS = 2000;
 
-/**
- * One bar: in sync, pending and refused as proportions of the devices. The bar is a picture of
- * the sentence beside it, which is what a screen reader reads (the bar itself is hidden from it).
- */
+/** One module's bar: in sync, pending and refused as shares of the devices. */
 function Bar({ label, counts, total }: { label: string; counts: Counts; total: number }) {
-  const part = (n: number) => (total === 0 ? 0 : (100 * n) / total);
   const words = `${counts.in_sync} in sync, ${counts.pending} pending, ${counts.rejected} refused`;
-  return (
-    <li className="rollout-row">
-      <span className="rollout-label">{label}</span>
-      <span className="rollout-bar" aria-hidden="true">
-        <span className="in-sync" style={{ width: `${part(counts.in_sync)}%` }} />
-        <span className="pending" style={{ width: `${part(counts.pending)}%` }} />
-        <span className="rejected" style={{ width: `${part(counts.rejected)}%` }} />
-      </span>
-      <span className="rollout-words">{words}</span>
-    </li>
-  );
+  return <ShareBar label={label} parts={[['in-sync', counts.in_sync], ['pending', counts.pending], ['rejected', counts.rejected]]} total={total} words={words} />;
 }
 
 /** The fleet's rollout (GET …/config/rollout), read again every two seconds while it is shown. */

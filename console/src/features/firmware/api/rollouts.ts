@@ -8,6 +8,9 @@ export type Wave = Rollout['waves'][number];
 export type Progress = Rollout['progress'];
 /** What POST …/firmware/rollouts takes. */
 export type RolloutStart = ApiBody<'/v1/products/{productIdOrSlug}/firmware/rollouts', 'post'>;
+/** Running or paused: a product has one such rollout at most, and the steps act on it. */
+export const underWay = (r: Pick<Rollout, 'state'>): boolean => r.state === 'running' || r.state === 'paused';
+
 /** A person's steps on a rollout. */
 export type Step = 'pause' | 'resume' | 'next' | 'abort';
 

@@ -2,22 +2,14 @@ import { useState } from 'react';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { Session } from '../../../lib/session.js';
 import { ConfirmButton } from '../../../components/Confirm.js';
+import { ShareBar } from '../../../components/ShareBar.js';
 import { firmwareKeys } from '../api/firmware.js';
-import { rolloutKeys, stepRollout, type Progress, type Rollout, type Step } from '../api/rollouts.js';
+import { rolloutKeys, stepRollout, underWay, type Progress, type Rollout, type Step } from '../api/rollouts.js';
 import { PROGRESS_STATES, progressInWords, rulesInWords, stateInWords, targetInWords, totalOf, waveName } from '../utils/rollout-words.js';
 
 /** A bar of a wave's (or the whole rollout's) devices by state; the words beside it say the same. */
 function Bar({ label, progress, words }: { label: string; progress: Progress; words: string }) {
-  const total = totalOf(progress);
-  return (
-    <li className="rollout-row">
-      <span className="rollout-label">{label}</span>
-      <span className="rollout-bar" aria-hidden="true">
-        {PROGRESS_STATES.map(([s]) => <span key={s} className={s} style={{ width: `${total === 0 ? 0 : (100 * progress[s]) / total}%` }} />)}
-      </span>
-      <span className="rollout-words">{words}</span>
-    </li>
-  );
+  return <ShareBar label={label} parts={PROGRESS_STATES.map(([s]) => [s, progress[s]])} total={totalOf(progress)} words={words} />;
 }
 
 const WAVE_STATES = { waiting: 'waiting', current: 'under way', done: 'done' } as const;
@@ -38,7 +30,6 @@ export function RolloutCard({ session, product, rollout: r }: { session: Session
       await client.invalidateQueries({ queryKey: firmwareKeys.of(product) });
     },
   });
-  const underWay = r.state === 'running' || r.state === 'paused';
   const title = `Rollout of version ${r.version} to ${targetInWords(r)}`;
   const id = `rollout-${r.id}-title`;
   return (
@@ -57,7 +48,7 @@ export function RolloutCard({ session, product, rollout: r }: { session: Session
           Left out at the start: {r.excluded.development} development, {r.excluded.locked} locked, {r.excluded.other_release} kept on another version by their groups' release.
         </p>
       )}
-      {underWay && (
+      {underWay(r) && (
         <div className="buttons">
           <label className="inline">Reason (for pause or abort)<input value={reason} maxLength={500} onChange={(e) => setReason(e.target.value)} /></label>
           {r.state === 'running' && <button type="button" className="secondary" disabled={step.isPending} onClick={() => step.mutate('pause')}>Pause</button>}

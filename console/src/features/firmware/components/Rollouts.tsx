@@ -2,8 +2,9 @@ import { useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import type { Session } from '../../../lib/session.js';
 import { firmwareQuery } from '../api/firmware.js';
-import { rolloutsQuery } from '../api/rollouts.js';
+import { rolloutsQuery, underWay } from '../api/rollouts.js';
 import { progressInWords, stateInWords, targetInWords } from '../utils/rollout-words.js';
+import { when } from '../utils/words.js';
 import { RolloutCard } from './RolloutCard.js';
 import { StartRollout } from './StartRollout.js';
 
@@ -19,11 +20,11 @@ export function Rollouts({ session, product }: { session: Session; product: stri
   const versions = useQuery(firmwareQuery(session, product));
   const list = useQuery({
     ...rolloutsQuery(session, product),
-    refetchInterval: (q) => (q.state.data?.some((r) => r.state === 'running' || r.state === 'paused') ? EVERY_MS : false),
+    refetchInterval: (q) => (q.state.data?.some(underWay) ? EVERY_MS : false),
   });
   const [starting, setStarting] = useState(false);
   const rollouts = list.data ?? [];
-  const current = rollouts.find((r) => r.state === 'running' || r.state === 'paused');
+  const current = rollouts.find(underWay);
   const ended = rollouts.filter((r) => r !== current);
   return (
     <section aria-labelledby="rollouts-title" className="card">
@@ -48,7 +49,7 @@ export function Rollouts({ session, product }: { session: Session; product: stri
                   <td>{targetInWords(r)}</td>
                   <td>{stateInWords(r)}</td>
                   <td>{progressInWords(r.progress)}</td>
-                  <td>{r.finished_at ? new Date(r.finished_at).toLocaleString() : ''}</td>
+                  <td>{r.finished_at ? when(r.finished_at) : ''}</td>
                 </tr>
               ))}
             </tbody>

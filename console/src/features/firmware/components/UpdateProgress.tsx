@@ -1,6 +1,7 @@
 import { useEffect } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import type { Session } from '../../../lib/session.js';
+import { ShareBar } from '../../../components/ShareBar.js';
 import { firmwareKeys, updatesQuery, type VersionProgress } from '../api/firmware.js';
 import { plural } from '../utils/words.js';
 
@@ -44,13 +45,7 @@ export function UpdateProgress({ session, product }: { session: Session; product
           </p>
           <ul className="rollout" aria-label="Updates by version">
             {data.map((v) => (
-              <li key={v.version} className="rollout-row">
-                <span className="rollout-label">Version {v.version}</span>
-                <span className="rollout-bar" aria-hidden="true">
-                  {STATES.map(([s]) => <span key={s} className={s} style={{ width: `${v.total === 0 ? 0 : (100 * v.states[s]) / v.total}%` }} />)}
-                </span>
-                <span className="rollout-words">{progressInWords(v)}</span>
-              </li>
+              <ShareBar key={v.version} label={`Version ${v.version}`} parts={STATES.map(([s]) => [s, v.states[s]])} total={v.total} words={progressInWords(v)} />
             ))}
           </ul>
         </>
