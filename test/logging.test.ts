@@ -194,7 +194,7 @@ test("a caller's sane x-request-id is kept and logged; anything else gets a fres
 test('the per-request logger writes only what the level lets through, with the request id', () => {
   let out = '';
   const stream = new Writable({ write(chunk: Buffer, _e, done) { out += chunk.toString('utf8'); done(); } });
-  const parent = pino({ ...(loggerOptions({ logLevel: 'warn' }) as object), level: 'warn' }, stream);
+  const parent = pino({ ...(loggerOptions({ logLevel: 'warn' }, stream) as object), level: 'warn' }, stream);
   const child = lazyChildLogger.call(undefined as never, parent, { reqId: 'r-1' }, {}, undefined as never);
   child.info({ password: 'hunter2' }, 'not at warn');
   child.debug('nor this');

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'fastify';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import type { Settings } from '../config/settings.js';
 
 /**
@@ -7,6 +8,8 @@ import type { Settings } from '../config/settings.js';
  * DELETE /v1/access_tokens/:token, so URLs are scrubbed as well as headers.
  */
 export function redactUrl(url: string): string {
+  // Most paths have no query, no escape and no token in them: nothing to scrub.
+  if (!MAY_HOLD_SECRET.test(url)) return url;
   const q = url.indexOf('?');
   // The router and the query parser decode percent-escapes (`access%5Ftoken=` is
   // `access_token=`, `/v1/access%5Ftokens/…` reaches the revoke route), so names are compared
@@ -27,6 +30,9 @@ export function redactUrl(url: string): string {
   return `${path}?${query}`;
 }
 
+/** What every URL that redactUrl could change holds: a query, an escape, or the tokens' path. */
+const MAY_HOLD_SECRET = /[?%]|access_tokens/i;
+
 const SECRET_PARAMS = new Set(['access_token', 'client_secret', 'password', 'refresh_token', 'mfa_token', 'otp', 'recovery_code', 'token']);
 
 function decoded(text: string): string {
@@ -41,13 +47,23 @@ function decoded(text: string): string {
  * One line per request, once its answer has gone (Fastify's own are two, "incoming request" and
  * "request completed", each through the request's child logger, which redaction makes dear to
  * create): the method, the route's pattern, the path (scrubbed), the status, the time and the
- * request id, written by the root logger. At `info` a read served 0.29–0.36 of a bare server's
- * rate with Fastify's two lines (docs/benchmarks.md, "Token issuance and authenticated reads").
+ * request id.
+ *
+ * The line is written by a logger of its own on the root logger's stream, without the root's
+ * redaction: every field of it is known and none is secret (the path goes through redactUrl), and
+ * redaction, which walks each line for the paths it knows, was half of the line's cost
+ * (docs/benchmarks.md, "Token issuance and authenticated reads"). The stream is pino's default
+ * (asynchronous writes, flushed at exit), so writing stays off the request's path.
  */
 export function logRequests(app: FastifyInstance): void {
+  const root = app.log as unknown as Logger;
+  const stream = (root as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as DestinationStream | undefined;
+  // Tests may build the app with no logger (Fastify's abstract one has no stream): nothing to write.
+  if (!stream || typeof root.isLevelEnabled !== 'function') return;
+  const lines = pino({ level: 'info' }, stream);
   app.addHook('onResponse', (req, reply, done) => {
-    if ((LEVELS[app.log.level] ?? 0) <= INFO) {
-      app.log.info({
+    if (root.isLevelEnabled('info')) {
+      lines.info({
         reqId: req.id, method: req.method, route: req.routeOptions.url ?? null, url: redactUrl(req.url),
         status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, ip: req.ip,
       }, 'request');
@@ -56,9 +72,21 @@ export function logRequests(app: FastifyInstance): void {
   });
 }
 
-export function loggerOptions(settings: Pick<Settings, 'logLevel'>): FastifyServerOptions['logger'] {
+/**
+ * Lines are written to standard output in blocks of about 4 KB, or once a second when fewer come:
+ * written one by one, each request's line cost a write of its own (a system call on libuv's
+ * thread pool, and the hand-over to it), about a fifth of a read's CPU at `info`
+ * (docs/benchmarks.md). What is buffered is written at exit, and on a fatal error (pino flushes
+ * its destination on `exit`); a process killed with SIGKILL loses at most the last second.
+ */
+export function logDestination(dest: number | string = 1): DestinationStream {
+  return pino.destination({ dest, minLength: 4096, periodicFlush: 1000, sync: false });
+}
+
+export function loggerOptions(settings: Pick<Settings, 'logLevel'>, stream: DestinationStream = logDestination()): FastifyServerOptions['logger'] {
   return {
     level: settings.logLevel,
+    stream,
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'password', 'client_secret', 'access_token', 'refresh_token', 'secret', '*.password', '*.client_secret', '*.access_token', '*.refresh_token', '*.secret'],
       censor: '[redacted]',
@@ -75,7 +103,6 @@ type LogMethod = (...args: unknown[]) => void;
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 /** pino's level numbers; an unknown (custom) level writes, so no line is lost. */
 const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
-const INFO = 30;
 
 /**
  * Fastify gives every request a child logger bound to its request id. With redaction on, pino's

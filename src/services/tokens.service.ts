@@ -98,25 +98,38 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
     return body;
   }
 
-  /** The record of a live token; invalid_token (401) for unknown, revoked or expired ones. */
-  async function authenticate(token: string): Promise<AccessTokenRecord> {
+  /**
+   * The record of a live token held in memory, without waiting: undefined when it must be looked
+   * up (authenticate). Throws invalid_token for one known to be unknown, revoked or expired.
+   */
+  function known(token: string): { hash: string; record: AccessTokenRecord | undefined } {
     if (token.length === 0 || token.length > 200) throw invalid();
     const hash = secrets.sha256(token);
-    let record = cache.get(hash);
-    if (!record) {
-      if (unknown.get(hash)) throw invalid();
-      record = await cache.load(hash, () => repo.findAccess(hash));
-      if (!record) {
-        unknown.set(hash, true);
-        throw invalid();
-      }
-    }
+    const record = cache.get(hash);
+    if (record) return { hash, record: live(hash, record) };
+    if (unknown.get(hash)) throw invalid();
+    return { hash, record: undefined };
+  }
+
+  function live(hash: string, record: AccessTokenRecord): AccessTokenRecord {
     if (record.expiresAt !== null && record.expiresAt.getTime() <= clock.nowMs()) {
       // Every node sees the expiry for itself: nothing to announce.
       cache.drop(hash);
       throw new DomainError('invalid_token', 'The access token provided has expired.');
     }
     return record;
+  }
+
+  /** The record of a live token; invalid_token (401) for unknown, revoked or expired ones. */
+  async function authenticate(token: string): Promise<AccessTokenRecord> {
+    const { hash, record } = known(token);
+    if (record) return record;
+    const loaded = await cache.load(hash, () => repo.findAccess(hash));
+    if (!loaded) {
+      unknown.set(hash, true);
+      throw invalid();
+    }
+    return live(hash, loaded);
   }
 
   /** Drops revoked tokens from every node's cache once the revocation commits. */
@@ -146,6 +159,8 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
     issue,
     issueTemporary,
     authenticate,
+    /** authenticate's answer when it needs no wait (the guard's fast path, src/http/auth.ts). */
+    cachedRecord: (token: string): AccessTokenRecord | undefined => known(token).record,
     hash: (token: string) => secrets.sha256(token),
     /**
      * Revokes an access token and the refresh tokens made with it; a session's own token (not a

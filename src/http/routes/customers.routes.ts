@@ -4,7 +4,7 @@ import { DomainError } from '../../domain/errors.js';
 import type { ClientService } from '../../services/clients.service.js';
 import type { CustomerService } from '../../services/customers.service.js';
 import type { ProductService } from '../../services/products.service.js';
-import { authOf, type Guard } from '../auth.js';
+import { authOf, checkToken, type Guard } from '../auth.js';
 import { productOf } from '../product-scope.js';
 import { clientCredentialsOf, sendsAccessTokenOnly } from '../credentials.js';
 import { Flag, NoContent, Pagination, Str, errorResponses } from '../schemas.js';
@@ -57,7 +57,7 @@ export function customerRoutes(scope: FastifyInstance, deps: { customers: Custom
     // Client credentials win, so that a client library that also sends its default Bearer
     // header keeps the OAuth way (and its answer, a token).
     if (sendsAccessTokenOnly(req)) {
-      await teamCreates(req);
+      await checkToken(req, reply, teamCreates);
       // The same 403 as every team route for a product the token may not manage.
       const product = await deps.products.access(authOf(req), req.params.productIdOrSlug);
       return reply.code(201).send({ ok: true, customer: await customers.createByTeam(product, authOf(req).subject, req.body, req.ip) });
