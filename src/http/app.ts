@@ -1,7 +1,6 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
-import { Ajv } from 'ajv';
 import { DomainError } from '../domain/errors.js';
 import type { Settings } from '../config/settings.js';
 import type { AccountService } from '../services/accounts.service.js';
@@ -34,6 +33,7 @@ import { consoleBuilt, consolePages } from './console.js';
 import { noSniff } from './security-headers.js';
 import { lazyChildLogger, loggerOptions, logRequests } from './logging.js';
 import { ErrorBody } from './schemas.js';
+import { buildSerializer, compileValidator } from './compiled-schemas.js';
 import { proxyTrust } from '../platform/proxies.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
 import { clientRoutes, productClientRoutes } from './routes/clients.routes.js';
@@ -98,6 +98,8 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // Validators and serializers compiled once per schema (compiled-schemas.ts).
+    schemaController: { compilersFactory: { buildSerializer } },
     frameworkErrors: frameworkError,
     childLoggerFactory: lazyChildLogger,
     // One line per request instead of Fastify's two (logging.ts, logRequests).
@@ -105,11 +107,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   });
   logRequests(app);
 
-  // Request bodies are validated as sent: a JSON number is not a string. Query strings and
-  // path parameters are text by nature, so those are coerced to the declared types.
-  const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
-  const textAjv = new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
+  app.setValidatorCompiler(compileValidator);
 
   // Both hooks (this and preValidation's below) are synchronous and take `done`: they run on every
   // request, and a callback hook costs Fastify less than a promise. This one comes before CORS's,
