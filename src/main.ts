@@ -2,6 +2,7 @@ import { VERSION } from './version.js';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Settings } from './config/settings.js';
 import { buildHttpApp } from './http/app.js';
+import type { CompileSchemas } from './http/compiled-schemas.js';
 import { createMetrics, type Metrics } from './platform/metrics.js';
 import type { GatewayPorts } from './http/routes/gateway.routes.js';
 import { systemClock, type Clock } from './platform/clock.js';
@@ -97,6 +98,8 @@ export interface SkyportOptions {
   clock?: Clock;
   secrets?: Secrets;
   logger?: FastifyServerOptions['logger'];
+  /** When the HTTP app compiles its schemas (src/http/compiled-schemas.ts): at the start unless a test says otherwise. */
+  compileSchemas?: CompileSchemas;
   /** The bus to other nodes; by default the in-process one. */
   bus?: Bus;
   /** Places where tests put something between parts, to order events that races would (never set in production). */
@@ -298,6 +301,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     ...services,
     version: VERSION,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.compileSchemas === undefined ? {} : { compileSchemas: options.compileSchemas }),
     health: {
       storage: db.kind,
       check: async () => { await db.query('SELECT 1'); },

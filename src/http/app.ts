@@ -33,7 +33,7 @@ import { consoleBuilt, consolePages } from './console.js';
 import { noSniff } from './security-headers.js';
 import { lazyChildLogger, loggerOptions, logRequests } from './logging.js';
 import { ErrorBody } from './schemas.js';
-import { buildSerializer, compileValidator } from './compiled-schemas.js';
+import { schemaCompilers, type CompileSchemas } from './compiled-schemas.js';
 import { proxyTrust } from '../platform/proxies.js';
 import { accessTokenRoutes } from './routes/access-tokens.routes.js';
 import { clientRoutes, productClientRoutes } from './routes/clients.routes.js';
@@ -83,11 +83,14 @@ export interface HttpDeps {
   gatewayPorts(): GatewayPorts;
   /** A pino logger options object, or false (tests). */
   logger?: FastifyServerOptions['logger'];
+  /** When request and response schemas are compiled (compiled-schemas.ts): at the start by default. */
+  compileSchemas?: CompileSchemas;
   version: string;
 }
 
 /** Builds the REST API without listening (tests inject requests; main.ts listens). */
 export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
+  const compilers = schemaCompilers(deps.compileSchemas ?? 'at-start');
   const app = Fastify({
     logger: deps.logger ?? loggerOptions(deps.settings),
     bodyLimit: deps.settings.bodyLimitBytes,
@@ -99,7 +102,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Validators and serializers compiled once per schema (compiled-schemas.ts).
-    schemaController: { compilersFactory: { buildSerializer } },
+    schemaController: { compilersFactory: { buildSerializer: compilers.buildSerializer } },
     frameworkErrors: frameworkError,
     childLoggerFactory: lazyChildLogger,
     // One line per request instead of Fastify's two (logging.ts, logRequests).
@@ -107,7 +110,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   });
   logRequests(app);
 
-  app.setValidatorCompiler(compileValidator);
+  app.setValidatorCompiler(compilers.validatorCompiler);
 
   // Both hooks (this and preValidation's below) are synchronous and take `done`: they run on every
   // request, and a callback hook costs Fastify less than a promise. This one comes before CORS's,

@@ -10,9 +10,15 @@ import { Ajv, type ValidateFunction } from 'ajv';
  * about a second of CPU for some 200 routes, 70 % of it in fast-json-stringify and Ajv
  * (docs/benchmarks.md, "Measurements behind design choices"). Compiled code depends only on the
  * schema (and, for serializers, the shared schemas it may refer to), so it is kept by the schema's
- * JSON text and shared by every route, and by every app built in the same process (the tests
- * build hundreds, a cluster test several nodes).
+ * JSON text and shared by every route, and by every app built in the same process (a cluster test
+ * runs several nodes in one).
+ *
+ * `at-start` (what a server does) compiles every schema while the app is built, so that a bad
+ * schema stops the start. `on-first-use` compiles each when its route first needs it: the tests
+ * build hundreds of apps and call a few routes of each (test/helpers/server.ts); one of them
+ * builds the app `at-start` (test/openapi.test.ts).
  */
+export type CompileSchemas = 'at-start' | 'on-first-use';
 
 const validators = new Map<string, ValidateFunction>();
 const serializers = new Map<string, (data: unknown) => string>();
@@ -22,8 +28,7 @@ const serializers = new Map<string, (data: unknown) => string>();
 const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
 const textAjv = new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
 
-/** Fastify's validatorCompiler. */
-export function compileValidator({ schema, httpPart }: { schema: object; httpPart?: string }): ValidateFunction {
+function validatorOf(schema: object, httpPart: string | undefined): ValidateFunction {
   const body = httpPart === 'body';
   const key = `${body ? 'body' : 'text'}\u0000${JSON.stringify(schema)}`;
   let validate = validators.get(key);
@@ -36,19 +41,47 @@ export function compileValidator({ schema, httpPart }: { schema: object; httpPar
   return validate;
 }
 
+type Validate = (data: unknown) => boolean;
+type Serialize = (data: unknown) => string;
 const selector = SerializerSelector();
+type SerializerFactory = typeof selector;
 
-/** Fastify's schemaController.compilersFactory.buildSerializer: the default one, remembered. */
-export function buildSerializer(externalSchemas?: unknown, options?: Parameters<typeof selector>[1]): ReturnType<typeof selector> {
-  const compile = selector(externalSchemas, options);
-  const context = JSON.stringify([externalSchemas ?? null, options ?? null]);
-  return (route) => {
-    const key = `${context}\u0000${JSON.stringify(route.schema)}`;
-    let serialize = serializers.get(key);
-    if (!serialize) {
-      serialize = compile(route);
-      serializers.set(key, serialize);
-    }
-    return serialize;
+export function schemaCompilers(when: CompileSchemas): {
+  validatorCompiler: (route: { schema: object; httpPart?: string }) => Validate;
+  buildSerializer: SerializerFactory;
+} {
+  return {
+    validatorCompiler({ schema, httpPart }) {
+      if (when === 'at-start') return validatorOf(schema, httpPart);
+      let real: ValidateFunction | undefined;
+      // Fastify reads the errors from the function it was given, after calling it.
+      const validate = Object.assign((data: unknown): boolean => {
+        real ??= validatorOf(schema, httpPart);
+        const ok = real(data);
+        validate.errors = real.errors;
+        return ok;
+      }, { errors: undefined as ValidateFunction['errors'] });
+      return validate;
+    },
+
+    buildSerializer(externalSchemas, options) {
+      const compile = selector(externalSchemas, options);
+      let context: string | undefined;
+      const serializerOf = (route: Parameters<ReturnType<SerializerFactory>>[0]): Serialize => {
+        context ??= JSON.stringify([externalSchemas ?? null, options ?? null]);
+        const key = `${context}\u0000${JSON.stringify(route.schema)}`;
+        let serialize = serializers.get(key);
+        if (!serialize) {
+          serialize = compile(route);
+          serializers.set(key, serialize);
+        }
+        return serialize;
+      };
+      if (when === 'at-start') return serializerOf;
+      return (route) => {
+        let real: Serialize | undefined;
+        return (data: unknown) => (real ??= serializerOf(route))(data);
+      };
+    },
   };
 }

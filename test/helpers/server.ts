@@ -8,6 +8,7 @@ import { openEmbedded } from '../../src/storage/embedded.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import type { FirmwareSource } from '../../src/services/firmware/updates/source.js';
+import type { CompileSchemas } from '../../src/http/compiled-schemas.js';
 import { admin, databaseUrl } from './templates.js';
 import { serveInProcess } from './http.js';
 
@@ -75,6 +76,11 @@ export interface TestServerOptions {
   seams?: Seams;
   /** Which firmware devices should run, and its images (createSkyport's `firmware`). */
   firmware?: FirmwareSource;
+  /**
+   * When the app compiles its schemas: by default each when its route is first called, since a
+   * test calls few of the routes of the app it builds (src/http/compiled-schemas.ts).
+   */
+  compileSchemas?: CompileSchemas;
 }
 
 /**
@@ -92,7 +98,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   await migrate(opened);
   const db = options.wrapDb ? options.wrapDb(opened) : opened;
   const clock = options.clock ?? systemClock;
-  const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: process.env.TEST_LOG ? undefined : false, ...(options.seams ? { seams: options.seams } : {}), ...(options.firmware ? { firmware: options.firmware } : {}) });
+  const skyport = await createSkyport(settings, { db, clock, secrets: createSecrets({ fastPasswordHashing: true }), logger: process.env.TEST_LOG ? undefined : false, compileSchemas: options.compileSchemas ?? 'on-first-use', ...(options.seams ? { seams: options.seams } : {}), ...(options.firmware ? { firmware: options.firmware } : {}) });
   // A free MQTT port unless the test chose one (MQTT_PORT).
   const { url, mqttUrl, wsUrl } = await skyport.listen({ host: '127.0.0.1', port: 0, ...(options.env?.MQTT_PORT ? {} : { mqttPort: 0 }) });
   // raw() reaches it through inject(); client libraries, devices and event streams through its ports.
