@@ -327,3 +327,55 @@ test('a standard release reaches connected devices at their next connection; an 
     await Promise.all([a.close(), b.close()]);
   }
 });
+
+test('a release noticed while the transfer ends: the device is not offered the update again', async () => {
+  const { product, devices: [who] } = await fleet();
+  const image = firmwareBinary(product.id, 2, { dataSize: 4_000 });
+  firmware.target([who!.id], product.id, 2, image);
+  const device = sdkDevice(who!, 1);
+  let offers = 0;
+  let accept!: () => void;
+  const accepted = new Promise<void>((resolve) => { accept = resolve; });
+  let apply!: () => void;
+  const applied = new Promise<void>((resolve) => { apply = resolve; });
+  device.onFirmwareOffer(async () => {
+    offers += 1;
+    await accepted;
+    return true;
+  });
+  device.onFirmwareUpdate(async (update) => {
+    await applied;
+    await update.apply(2);
+  });
+  const targetFor = firmware.source.targetFor;
+  try {
+    await device.connect();
+    await eventually(() => (offers === 1 ? true : undefined), 10_000, 'the offer');
+    // A release notice for the device: its look holds on reading the target, after it saw the
+    // transfer under way...
+    let entered!: () => void;
+    const reading = new Promise<void>((resolve) => { entered = resolve; });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    firmware.source.targetFor = async (id) => {
+      entered();
+      await held;
+      return targetFor(id);
+    };
+    firmware.released(server.skyport.bus, product.id, [who!.id]);
+    await reading;
+    // ...while the device takes the whole image and says `done` (it applies it later).
+    accept();
+    await stateOf(who!.id, 'applying');
+    firmware.source.targetFor = targetFor;
+    release();
+    await updates().settled(who!.id);
+    assert.equal(updates().inProgress(), 0, 'no second transfer started');
+    apply();
+    await stateOf(who!.id, 'succeeded');
+    assert.equal(offers, 1);
+  } finally {
+    firmware.source.targetFor = targetFor;
+    await device.close();
+  }
+});

@@ -126,14 +126,17 @@ export function createFirmwareUpdates(deps: {
         await transfers.cancel(deviceId, FAILURES.superseded);
       }
       if (!target) return;
+      // A transfer that ended while the target was read (the device said `done`) wrote its state
+      // here meanwhile: judged by what was known before the read, it would be resumed.
+      const latest = records.newest(deviceId, newest);
       // A rollout that starts the device is a new word: an earlier failure of the version is tried again.
-      const anew = target.rolloutId != null && newest?.version === target.version && newest.rolloutId !== target.rolloutId;
-      const step = nextStep({ target: target.version, running, enabled, forced: device.updatesForced, newest, released: how.released === true || anew });
+      const anew = target.rolloutId != null && latest?.version === target.version && latest.rolloutId !== target.rolloutId;
+      const step = nextStep({ target: target.version, running, enabled, forced: device.updatesForced, newest: latest, released: how.released === true || anew });
       if (step === 'none') return;
-      if (step === 'pending') return records.pending(deviceId, newest, target, 'disabled');
-      if (transfers.start(deviceId, newest, target, device.updatesForced) !== 'busy') return;
+      if (step === 'pending') return records.pending(deviceId, latest, target, 'disabled');
+      if (transfers.start(deviceId, latest, target, device.updatesForced) !== 'busy') return;
       queue.add(deviceId);
-      await records.pending(deviceId, newest, target, 'busy');
+      await records.pending(deviceId, latest, target, 'busy');
     });
   }
 
