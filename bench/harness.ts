@@ -3,7 +3,7 @@
 // an operator starts it, a PostgreSQL database of its own, and readings from /proc.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { closeSync, createWriteStream, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,6 +103,15 @@ export function captureOutput(child: ChildProcess): () => string {
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   return () => tail.trim();
+}
+
+/** The last few KB of a log file (what a server said before it failed). */
+function tailOf(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').slice(-4000);
+  } catch {
+    return '';
+  }
 }
 
 export function exitedEarly(child: ChildProcess, name: string, output: () => string): Promise<never> {
@@ -218,8 +227,8 @@ export interface Skyport { name: string; url: string; mqttHost: string; mqttPort
 
 /**
  * `node --import tsx src/cli/run.ts server start --port P --mqtt-port M --host 127.0.0.1` with
- * LOG_LEVEL=warn, a temporary DATA_DIR, the per-address limits off (LIMITS_OFF), and every other
- * setting at its default.
+ * its log at the shipped level written to a file in its DATA_DIR (a temporary one), the per-address
+ * limits off (LIMITS_OFF), and every other setting at its default.
  * `openFiles` starts it through `sh -c 'ulimit -n N; exec node …'`; `nodeArgs` adds Node flags
  * (also BENCH_SERVER_NODE_ARGS, e.g. --cpu-prof). `reuse` starts it again on the data of an earlier one.
  * `build` (from buildSkyport, or ROOT for the work tree's own dist/) runs the compiled server
@@ -227,7 +236,8 @@ export interface Skyport { name: string; url: string; mqttHost: string; mqttPort
  * a cluster share one); `name` names it in messages.
  */
 export async function startSkyport(store: Store, opts: { adminUrl?: string; openFiles?: number; nodeArgs?: string[]; env?: Record<string, string>; reuse?: Skyport; build?: string; databaseUrl?: string; name?: string } = {}): Promise<Skyport> {
-  const env: Record<string, string> = { ...cleanEnv(), LOG_LEVEL: 'warn', ...LIMITS_OFF, ...opts.env };
+  // LOG_LEVEL as shipped (info: a line per request), written to a file as an operator keeps it.
+  const env: Record<string, string> = { ...cleanEnv(), ...LIMITS_OFF, ...opts.env };
   let dataDir = opts.reuse?.dataDir;
   if (!dataDir) {
     const dir = mkdtempSync(join(tmpdir(), 'skyport-bench-'));
@@ -242,12 +252,16 @@ export async function startSkyport(store: Store, opts: { adminUrl?: string; open
   const nodeArgs = [...(opts.nodeArgs ?? []), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const entry = opts.build ? [join(opts.build, 'dist', 'cli', 'run.js')] : ['--import', 'tsx', 'src/cli/run.ts'];
   const argv = [...nodeArgs, ...entry, 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'];
+  const logFile = join(dataDir, `skyport-${port}.log`);
+  const log = openSync(logFile, 'a');
+  onCleanup(() => closeSync(log));
   // exec keeps the pid: the child's pid is the server's.
   const child = track(opts.openFiles
-    ? spawn('sh', ['-c', `ulimit -n ${opts.openFiles} && exec "$0" "$@"`, process.execPath, ...argv], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+    ? spawn('sh', ['-c', `ulimit -n ${opts.openFiles} && exec "$0" "$@"`, process.execPath, ...argv], { cwd: ROOT, env, stdio: ['ignore', log, 'pipe'] })
+    : spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', log, 'pipe'] }));
   onCleanup(() => stopChild(child));
-  const output = captureOutput(child);
+  const errors = captureOutput(child);
+  const output = () => `${tailOf(logFile)}\n${errors()}`.trim();
   let inspectorUrl: string | undefined;
   child.stderr?.on('data', (chunk: Buffer) => {
     const m = /Debugger listening on (ws:\/\/\S+)/.exec(chunk.toString('utf8'));

@@ -1,5 +1,8 @@
 // Shared pieces of the benchmarks: free ports, child processes, autocannon runs, the baseline.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort, LIMITS_OFF } from './harness.js';
 
@@ -38,9 +41,16 @@ export async function startSkyport(env: Record<string, string>): Promise<{ url: 
   const mqttPort = await freePort();
   // BENCH_SERVER_NODE_ARGS adds Node flags to the server only (e.g. --cpu-prof to profile it).
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  // Its log at the shipped level (info: a line per request), written to a file as an operator keeps it.
+  const logDir = mkdtempSync(join(tmpdir(), 'skyport-bench-log-'));
+  const log = openSync(join(logDir, 'skyport.log'), 'a');
   const child = spawn(process.execPath, [...nodeArgs, 'bin/skyport.js', 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...LIMITS_OFF, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, ...LIMITS_OFF, ...env },
+    stdio: ['ignore', log, 'inherit'],
+  });
+  child.once('exit', () => {
+    closeSync(log);
+    rmSync(logDir, { recursive: true, force: true });
   });
   children.push(child);
   const url = `http://127.0.0.1:${port}`;

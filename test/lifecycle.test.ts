@@ -94,6 +94,8 @@ test('`skyport user create` writes to the store of the run (DATA_DIR or DATABASE
   const store = await freshStore({ dataDir: dir });
   try {
     const username = email('operator');
+    // The store exists, as the test server's does on either store (made from the run's template).
+    await (await store.open()).close();
     // The spawned CLI finds the store through the same settings the test server uses.
     const storeEnv = { DATABASE_URL: '', ...store.settings, SIGNUP: 'off' } as Record<string, string>;
     const create = run(['user', 'create', '--username', username], { ...storeEnv, SKYPORT_PASSWORD: 'operator pass' });

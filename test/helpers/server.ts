@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadSettings, type Settings } from '../../src/config/settings.js';
 import { createSkyport, type Seams, type Skyport } from '../../src/main.js';
 import { manualClock, systemClock, type Clock } from '../../src/platform/clock.js';
@@ -45,10 +47,13 @@ export async function freshStore(options: { dataDir?: string } = {}): Promise<Te
       drop: () => admin(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
     };
   }
-  const template = options.dataDir === undefined ? process.env.TEST_EMBEDDED_TEMPLATE : undefined;
+  const template = process.env.TEST_EMBEDDED_TEMPLATE;
+  // A data directory is made from the template too, the first time it is opened; after that it
+  // holds data of its own (restart tests reopen it).
+  const fresh = () => options.dataDir === undefined || !existsSync(join(options.dataDir, 'pg', 'PG_VERSION'));
   return {
     settings: options.dataDir ? { DATA_DIR: options.dataDir } : {},
-    open: () => openEmbedded(options.dataDir, template ? { template } : {}),
+    open: () => openEmbedded(options.dataDir, template && fresh() ? { template } : {}),
     drop: async () => undefined,
   };
 }

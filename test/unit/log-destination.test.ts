@@ -45,9 +45,11 @@ test('4 KB of lines are written without waiting', async () => {
 test('what is buffered is written when the process exits', () => {
   const { file, done } = scratch();
   const module = new URL('../../src/http/logging.js', import.meta.url).href;
+  // An open descriptor, as standard output is for a server.
   const program = `import { logDestination } from ${JSON.stringify(module)};
+    import { openSync } from 'node:fs';
     import pino from 'pino';
-    const log = pino(logDestination(${JSON.stringify(file)}));
+    const log = pino(logDestination(openSync(${JSON.stringify(file)}, 'a')));
     log.info('before exit');
     setTimeout(() => { log.info('last words'); process.exit(3); }, 10);`;
   const child = spawnSync(process.execPath, ['--input-type=module', '-e', program], { encoding: 'utf8', cwd: process.cwd() });
