@@ -44,11 +44,9 @@ import { createTokenService } from './services/tokens.service.js';
 import type { Db } from './storage/db.js';
 import { openEmbedded } from './storage/embedded.js';
 import { migrate } from './storage/migrate.js';
-import { openPostgres } from './storage/postgres.js';
 import { watchStore, type StoreWatch } from './storage/watch.js';
 import type { Bus } from './bus/bus.js';
 import { createInProcessBus } from './bus/in-process.js';
-import { createNatsBus } from './bus/nats.js';
 import { createGateway, type Gateway } from './gateway/gateway.js';
 import { startClusterDuties, type ClusterDuties } from './cluster/index.js';
 import { listenGateway } from './gateway/listeners.js';
@@ -80,8 +78,10 @@ export { VERSION };
 
 /** Opens the store that the settings name and brings its schema up to date. */
 export async function openStorage(settings: Pick<Settings, 'databaseUrl' | 'dataDir' | 'databaseConnectTimeoutSeconds' | 'databaseQueryTimeoutSeconds'>): Promise<Db> {
+  // pg (and NATS's client, below) are loaded only by the nodes that use them: a node on the
+  // embedded store, or alone, starts without them.
   const db = settings.databaseUrl
-    ? await openPostgres(settings.databaseUrl, { connectTimeoutMs: settings.databaseConnectTimeoutSeconds * 1000, queryTimeoutMs: settings.databaseQueryTimeoutSeconds * 1000 })
+    ? await (await import('./storage/postgres.js')).openPostgres(settings.databaseUrl, { connectTimeoutMs: settings.databaseConnectTimeoutSeconds * 1000, queryTimeoutMs: settings.databaseQueryTimeoutSeconds * 1000 })
     : await openEmbedded(settings.dataDir);
   try {
     await migrate(db);
@@ -250,7 +250,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const clustered = Boolean(settings.natsUrl || options.bus);
   let bus: Bus;
   try {
-    bus = options.bus ?? (settings.natsUrl ? await createNatsBus({
+    bus = options.bus ?? (settings.natsUrl ? await (await import('./bus/nats.js')).createNatsBus({
       servers: settings.natsUrl, log: serviceLog, ...(settings.nodeId ? { nodeId: settings.nodeId } : {}),
       observe: (kind, outcome, seconds) => metrics.busRequests.observe({ kind, outcome }, seconds),
     }) : createInProcessBus(clock));

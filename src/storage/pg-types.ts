@@ -1,4 +1,6 @@
-import pg from 'pg';
+// pg's type parsers (pg re-exports this package as pg.types; one copy, so both share the parsers),
+// without the client: the embedded store needs the parsers and nothing else of pg.
+import types from 'pg-types';
 
 /**
  * How values come back from PostgreSQL's text format, for both adapters: the pg pool
@@ -7,9 +9,9 @@ import pg from 'pg';
  */
 
 // BIGINT (int8) columns as numbers: ids and counters here stay far below 2^53.
-pg.types.setTypeParser(20, (value) => Number(value));
+types.setTypeParser(20, (value) => Number(value));
 
-const parseTimestamptzSlowly = pg.types.getTypeParser(1184, 'text') as (text: string) => Date | string;
+const parseTimestamptzSlowly = types.getTypeParser(1184, 'text') as (text: string) => Date | string;
 
 /**
  * timestamptz in a UTC session (`2026-11-23 20:45:36.379256+00`) is ISO 8601 but for the space
@@ -23,9 +25,9 @@ export function parseTimestamptz(text: string): Date | string {
   }
   return parseTimestamptzSlowly(text);
 }
-pg.types.setTypeParser(1184, parseTimestamptz);
+types.setTypeParser(1184, parseTimestamptz);
 
 /** The parser of a column of type `oid` in text format. */
 export function textParser(oid: number): (text: string) => unknown {
-  return pg.types.getTypeParser(oid, 'text') as (text: string) => unknown;
+  return types.getTypeParser(oid, 'text') as (text: string) => unknown;
 }

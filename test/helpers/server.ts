@@ -8,7 +8,6 @@ import { createSecrets } from '../../src/platform/secrets.js';
 import type { Db } from '../../src/storage/db.js';
 import { openEmbedded } from '../../src/storage/embedded.js';
 import { migrate } from '../../src/storage/migrate.js';
-import { openPostgres } from '../../src/storage/postgres.js';
 import type { FirmwareSource } from '../../src/services/firmware/updates/source.js';
 import type { CompileSchemas } from '../../src/http/compiled-schemas.js';
 import { admin, databaseUrl } from './templates.js';
@@ -43,7 +42,7 @@ export async function freshStore(options: { dataDir?: string } = {}): Promise<Te
     const url = databaseUrl(server, name);
     return {
       settings: { DATABASE_URL: url },
-      open: () => openPostgres(url, { poolSize: 4 }),
+      open: async () => (await import('../../src/storage/postgres.js')).openPostgres(url, { poolSize: 4 }),
       drop: () => admin(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
     };
   }

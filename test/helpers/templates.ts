@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { openEmbedded } from '../../src/storage/embedded.js';
 import { migrate } from '../../src/storage/migrate.js';
-import { openPostgres } from '../../src/storage/postgres.js';
 
 /**
  * Migrated, empty stores made once per run (scripts/run-tests.mjs), which every test server then
@@ -35,6 +33,7 @@ export async function makeTemplates(dir: string, postgresUrl?: string): Promise<
 
   const name = `skyport_template_${randomBytes(4).toString('hex')}`;
   await admin(postgresUrl, `CREATE DATABASE ${name}`);
+  const { openPostgres } = await import('../../src/storage/postgres.js');
   const db = await openPostgres(databaseUrl(postgresUrl, name), { poolSize: 1 });
   try {
     await migrate(db);
@@ -47,6 +46,8 @@ export async function makeTemplates(dir: string, postgresUrl?: string): Promise<
 
 /** Runs one statement on the server's maintenance connection (CREATE or DROP DATABASE). */
 export async function admin(postgresUrl: string, sql: string): Promise<void> {
+  // Loaded when used: a test on the embedded store never needs pg's client.
+  const { default: pg } = await import('pg');
   const c = new pg.Client({ connectionString: postgresUrl });
   await c.connect();
   try {
