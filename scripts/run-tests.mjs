@@ -103,14 +103,12 @@ function pass(name, list, env, live) {
 
 // The PostgreSQL pass runs beside the embedded one: much of its time is spent in the database
 // server's processes, and the embedded pass's in PGlite's thread.
-// The longest files go first (the cluster's nodes, Particle's CLI, the browser), so that the end
-// of each pass is short files on both cores rather than one long file on one.
 const passes = [];
 if (postgres) {
-  passes.push(pass('store: embedded', [...browser, ...server, ...unit], { TEST_STORE: 'embedded' }, true));
-  if (server.length + programs.length + cluster.length > 0) passes.push(pass('store: postgres', [...cluster, ...programs, ...server], { TEST_STORE: 'postgres' }, false));
+  passes.push(pass('store: embedded', [...unit, ...server, ...browser], { TEST_STORE: 'embedded' }, true));
+  if (server.length + programs.length + cluster.length > 0) passes.push(pass('store: postgres', [...server, ...programs, ...cluster], { TEST_STORE: 'postgres' }, false));
 } else {
-  passes.push(pass(server.length + programs.length + browser.length > 0 ? 'store: embedded' : 'unit', [...browser, ...programs, ...server, ...unit], { TEST_STORE: 'embedded' }, true));
+  passes.push(pass(server.length + programs.length + browser.length > 0 ? 'store: embedded' : 'unit', [...unit, ...server, ...browser, ...programs], { TEST_STORE: 'embedded' }, true));
 }
 const ok = (await Promise.all(passes)).every(Boolean);
 
