@@ -28,17 +28,21 @@ const serializers = new Map<string, (data: unknown) => string>();
 const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
 const textAjv = new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
 
+/** What `compiled` holds under `key`, compiled on the first ask. */
+function kept<T>(compiled: Map<string, T>, key: string, compile: () => T): T {
+  let made = compiled.get(key);
+  if (made === undefined) {
+    made = compile();
+    compiled.set(key, made);
+  }
+  return made;
+}
+
 function validatorOf(schema: object, httpPart: string | undefined): ValidateFunction {
   const body = httpPart === 'body';
-  const key = `${body ? 'body' : 'text'}\u0000${JSON.stringify(schema)}`;
-  let validate = validators.get(key);
-  if (!validate) {
-    // A schema with an $id is kept by Ajv under it, and a second compile of it would be refused:
-    // the map above sees to it that there is none.
-    validate = (body ? bodyAjv : textAjv).compile(schema);
-    validators.set(key, validate);
-  }
-  return validate;
+  // A schema with an $id is kept by Ajv under it, and a second compile of it would be refused:
+  // keeping each compiled schema sees to it that there is none.
+  return kept(validators, `${body ? 'body' : 'text'}\u0000${JSON.stringify(schema)}`, () => (body ? bodyAjv : textAjv).compile(schema));
 }
 
 type Validate = (data: unknown) => boolean;
@@ -69,13 +73,7 @@ export function schemaCompilers(when: CompileSchemas): {
       let context: string | undefined;
       const serializerOf = (route: Parameters<ReturnType<SerializerFactory>>[0]): Serialize => {
         context ??= JSON.stringify([externalSchemas ?? null, options ?? null]);
-        const key = `${context}\u0000${JSON.stringify(route.schema)}`;
-        let serialize = serializers.get(key);
-        if (!serialize) {
-          serialize = compile(route);
-          serializers.set(key, serialize);
-        }
-        return serialize;
+        return kept(serializers, `${context}\u0000${JSON.stringify(route.schema)}`, () => compile(route));
       };
       if (when === 'at-start') return serializerOf;
       return (route) => {

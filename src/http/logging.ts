@@ -52,8 +52,8 @@ function decoded(text: string): string {
  * The line is written by a logger of its own on the root logger's stream, without the root's
  * redaction: every field of it is known and none is secret (the path goes through redactUrl), and
  * redaction, which walks each line for the paths it knows, was half of the line's cost
- * (docs/benchmarks.md, "Token issuance and authenticated reads"). The stream is pino's default
- * (asynchronous writes, flushed at exit), so writing stays off the request's path.
+ * (docs/benchmarks.md, "Token issuance and authenticated reads"). The stream is the root's
+ * (logDestination: 4 KB blocks, flushed at exit), so writing stays off the request's path.
  */
 export function logRequests(app: FastifyInstance): void {
   const root = app.log as unknown as Logger;

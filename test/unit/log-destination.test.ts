@@ -17,12 +17,20 @@ function scratch(): { file: string; done(): void } {
   return { file: join(dir, 'log'), done: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+type Destination = ReturnType<typeof logDestination> & { end(): void; once(e: string, f: () => void): void };
+
+/** The destination writing to `file`, once the file is open. */
+async function opened(file: string): Promise<Destination> {
+  const stream = logDestination(file) as Destination;
+  await new Promise<void>((resolve) => stream.once('ready', resolve));
+  return stream;
+}
+
 const read = (file: string) => { try { return readFileSync(file, 'utf8'); } catch { return ''; } };
 
 test('a short line waits for more, then is written within a second', async () => {
   const { file, done } = scratch();
-  const stream = logDestination(file) as ReturnType<typeof logDestination> & { end(): void; once(e: string, f: () => void): void };
-  await new Promise<void>((resolve) => stream.once('ready', resolve));
+  const stream = await opened(file);
   stream.write('{"msg":"one"}\n');
   assert.equal(read(file), '', 'not written at once');
   await eventually(() => (read(file) === '{"msg":"one"}\n' ? true : undefined), 3000, 'the periodic flush');
@@ -32,8 +40,7 @@ test('a short line waits for more, then is written within a second', async () =>
 
 test('4 KB of lines are written without waiting', async () => {
   const { file, done } = scratch();
-  const stream = logDestination(file) as ReturnType<typeof logDestination> & { end(): void; once(e: string, f: () => void): void };
-  await new Promise<void>((resolve) => stream.once('ready', resolve));
+  const stream = await opened(file);
   const line = `{"msg":"${'x'.repeat(100)}"}\n`;
   for (let i = 0; i < 50; i++) stream.write(line);
   // Well within the periodic flush's second: the block went out because it was full.
