@@ -1,6 +1,7 @@
 import { realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type {} from '@fastify/swagger'; // its `app.swagger()`, added to Fastify's instance type
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import { loadSettings } from '../src/config/settings.js';
 import { createSkyport } from '../src/main.js';

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // Runs the test suite with node's test runner. Usage:
-//   node scripts/run-tests.mjs [--unit | --embedded-only] [file-filter...]
+//   node scripts/run-tests.mjs [--all] [--unit | --embedded-only] [file-filter...]
 //
-// First it compiles the sources and the tests (tsconfig.test.json, into .build/): this is the
-// type-check, and the tests then run as JavaScript, without a TypeScript loader in each of their
-// processes and threads. Then:
+// First it compiles the tests (tsconfig.test.json, into .build/; the sources are the build's, in
+// dist/): this is the type-check, and the tests then run as JavaScript, without a TypeScript
+// loader in each of their processes and threads. With --all (`npm test`) it also lints and
+// builds everything, side by side with that compile: ESLint, Vite's build of the console and the
+// console's type-check. Then:
 //   test/unit/      needs no store: runs once, in the embedded pass.
 //   test/programs/  the command-line programs and examples, clients of the API that are the
 //   test/examples/  same whatever the store: run once, in the PostgreSQL pass when there is one.
@@ -14,6 +16,7 @@
 //                   embedded store, and on PostgreSQL when TEST_DATABASE_URL is set (CI sets it).
 // Both stores' passes run side by side; each starts its stores from a migrated template made here
 // once (test/helpers/templates.ts).
+//   --all            lint and build first (what `npm test` runs)
 //   --unit           only test/unit/
 //   --embedded-only  no PostgreSQL pass even when TEST_DATABASE_URL is set
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
@@ -24,6 +27,7 @@ import { spawn, spawnSync } from 'node:child_process';
 const args = process.argv.slice(2);
 const unitOnly = args.includes('--unit');
 const embeddedOnly = args.includes('--embedded-only');
+const all = args.includes('--all');
 const filters = args.filter((a) => !a.startsWith('--'));
 
 function find(dir) {
@@ -34,14 +38,40 @@ function find(dir) {
 }
 
 const OUT = '.build';
-const tsc = (project) => spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', project], { stdio: 'inherit' }).status === 0;
-// The web console is type-checked on its own (browser types, JSX); Vite builds it.
-if (!tsc('tsconfig.test.json') || !tsc('console/tsconfig.json')) process.exit(1);
-// What the code finds beside itself (migrations, package.json, docs, the built CLI) is found
-// beside the compiled copy too.
-for (const name of ['migrations', 'docs', 'bin', 'dist', 'package.json']) {
-  rmSync(join(OUT, name), { force: true });
-  symlinkSync(join('..', name), join(OUT, name));
+
+/** Runs a tool; its output is shown when it fails (several run at once, and a pass says nothing). */
+function step(name, command, commandArgs) {
+  return new Promise((resolve) => {
+    const out = [];
+    const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (d) => out.push(d));
+    child.stderr.on('data', (d) => out.push(d));
+    child.on('close', (code) => {
+      if (code !== 0) process.stderr.write(`\n# ${name} failed\n${Buffer.concat(out).toString()}`);
+      resolve(code === 0);
+    });
+  });
+}
+const tsc = (...tscArgs) => [process.execPath, ['node_modules/typescript/bin/tsc', ...tscArgs]];
+// The tests, benchmarks and scripts reference the sources' project (tsconfig.build.json): `tsc -b`
+// compiles the sources into dist/ (when they changed since the last build), then type-checks the
+// tests against the sources' declarations rather than a second time from source. The web console
+// is type-checked on its own (browser types, JSX). On two cores these tools, each using more than
+// one for part of its run, finish sooner side by side than one after another.
+const steps = [
+  ['tests\' compile', ...tsc('-b', 'tsconfig.test.json')],
+  ['console\'s type-check', ...tsc('-p', 'console/tsconfig.json')],
+  ...(all ? [
+    ['ESLint', process.execPath, ['node_modules/eslint/bin/eslint.js', '.']],
+    ['console\'s build', process.execPath, ['node_modules/vite/bin/vite.js', 'build', 'console', '--logLevel', 'warn']],
+  ] : []),
+];
+if (!(await Promise.all(steps.map(([name, command, commandArgs]) => step(name, command, commandArgs)))).every(Boolean)) process.exit(1);
+// The compiled tests import ../src/…: that is the build in dist/. What the code finds beside
+// itself (migrations, package.json, docs, the built CLI) is found beside the compiled copy too.
+for (const [name, target] of [['src', 'dist'], ['migrations'], ['docs'], ['bin'], ['dist'], ['package.json']]) {
+  rmSync(join(OUT, name), { recursive: true, force: true });
+  symlinkSync(join('..', target ?? name), join(OUT, name));
 }
 
 const source = (f) => f.slice(OUT.length + 1).replace(/\.js$/, '.ts');
