@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -43,17 +43,45 @@ function installedVersion(dir: string): string | undefined {
   }
 }
 
+const installed = (dir: string) => installedVersion(dir) === PARTICLE_CLI_VERSION && existsSync(entryOf(dir));
+
 /**
- * The cached install, or a new one. npm installs into a fresh folder beside the cache, which is
- * renamed into place only when complete, so an interrupted or concurrent install never leaves a
- * half-filled cache. Optional dependencies and install scripts are left out: they build the
- * native USB and serial modules, which no cloud command loads.
+ * The cached install, or a new one. One process of the machine installs at a time (a lock folder
+ * beside the cache): the test files that use the CLI start together on a fresh machine, and a
+ * second install would cost another minute of CPU and then replace the folder the first file's
+ * commands are running from. The others wait for it and use its install. npm installs into a
+ * fresh folder beside the cache, which is renamed into place only when complete, so an
+ * interrupted install never leaves a half-filled cache. Optional dependencies and install scripts
+ * are left out: they build the native USB and serial modules, which no cloud command loads.
  * A registry that cannot be reached gives `ok: false` (the caller skips); any other failure throws.
  */
 export async function ensureParticleCli(): Promise<ParticleCliInstall> {
   const dir = particleCliCache();
-  if (installedVersion(dir) === PARTICLE_CLI_VERSION && existsSync(entryOf(dir))) return { ok: true, entry: entryOf(dir), dir, installedMs: null };
+  const ready = { ok: true, entry: entryOf(dir), dir, installedMs: null } as const;
+  if (installed(dir)) return ready;
   await mkdir(dirname(dir), { recursive: true });
+  const lock = `${dir}.lock`;
+  for (;;) {
+    try {
+      await mkdir(lock);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    // Held by an install under way, or left by one that was killed (older than any install may take).
+    const since = await stat(lock).then((st) => Date.now() - st.mtimeMs, () => 0);
+    if (since > INSTALL_TIMEOUT_MS + 60_000) await rm(lock, { recursive: true, force: true });
+    else await new Promise((r) => setTimeout(r, 500));
+    if (installed(dir)) return ready;
+  }
+  try {
+    return installed(dir) ? ready : await install(dir);
+  } finally {
+    await rm(lock, { recursive: true, force: true });
+  }
+}
+
+async function install(dir: string): Promise<ParticleCliInstall> {
   const partial = await mkdtemp(`${dir}.partial-`);
   const started = Date.now();
   try {
@@ -75,13 +103,9 @@ export async function ensureParticleCli(): Promise<ParticleCliInstall> {
       throw new Error(`npm install particle-cli@${PARTICLE_CLI_VERSION} failed (exit ${r.code}):\n${output}`);
     }
     if (installedVersion(partial) !== PARTICLE_CLI_VERSION) throw new Error(`npm installed particle-cli ${installedVersion(partial)}, not ${PARTICLE_CLI_VERSION}`);
+    // What is there is another version or a broken install (this process holds the lock).
     if (existsSync(dir)) await rm(dir, { recursive: true, force: true });
-    try {
-      await rename(partial, dir);
-    } catch (err) {
-      // Another run finished first: use its install.
-      if (installedVersion(dir) !== PARTICLE_CLI_VERSION) throw err;
-    }
+    await rename(partial, dir);
     return { ok: true, entry: entryOf(dir), dir, installedMs: Date.now() - started };
   } finally {
     await rm(partial, { recursive: true, force: true });
