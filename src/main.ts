@@ -323,7 +323,9 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     // Failed device connects are limited per device and address, like client authentications.
     limiter: createFailureLimiter('connects', { bus, clock, settings, log }),
     authenticate: (id, secret) => services.deviceAuth.authenticate(id, secret),
-    claim: (id, code) => services.claims.redeem(id, code),
+    // Answered once the device's connect is stored: whoever the device tells next (the phone that
+    // set it up) lists it online (docs/device-protocol.md, "Claiming").
+    claim: (id, code) => presence.stored(id).then(() => services.claims.redeem(id, code)),
     enqueue: (event) => services.webhooks.enqueue(event),
     configHello: (id, hashes) => {
       // The firmware version of the `hello` just before decides which settings apply

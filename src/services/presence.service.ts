@@ -29,6 +29,8 @@ export function createPresenceService(deps: {
   const outstanding = new Set<Promise<void>>();
   /** The latest `hello` write per device, so that what depends on it (configuration) can wait. */
   const describing = new Map<string, Promise<void>>();
+  /** The latest connect or disconnect write per device, so that what answers the device after it can wait. */
+  const connecting = new Map<string, Promise<void>>();
   /** Per device, the number of its newest connect or disconnect handed in, until one is stored. */
   const turns = new Map<string, number>();
   let turn = 0;
@@ -54,7 +56,7 @@ export function createPresenceService(deps: {
     const newest = () => turns.get(id) === mine;
     // The cached record is dropped once the row changed: a write that failed changed nothing (and
     // a drop would send the callers of a connected device to a store that is away).
-    track(batcher.add(change).then(
+    const done = track(batcher.add(change).then(
       () => {
         if (change.online !== null && newest()) turns.delete(id);
         changed(id);
@@ -64,6 +66,9 @@ export function createPresenceService(deps: {
         throw err;
       },
     ), what);
+    if (change.online === null) return;
+    connecting.set(id, done);
+    void done.finally(() => { if (connecting.get(id) === done) connecting.delete(id); });
   }
 
   function describe(id: string, hello: Hello, at: Date): void {
@@ -99,6 +104,11 @@ export function createPresenceService(deps: {
     describe(id: string, hello: Hello): void {
       describe(id, hello, deps.clock.now());
     },
+    /**
+     * Resolves once the device's last connect or disconnect is stored (or could not be): a claim
+     * answers the device after it, so that a phone told "claimed" finds the device online.
+     */
+    stored: (id: string): Promise<void> => connecting.get(id) ?? Promise.resolve(),
     /** Resolves once the device's last `hello` (firmware versions, functions) is stored. */
     described: (id: string): Promise<void> => describing.get(id) ?? Promise.resolve(),
     markAllOffline: () => deps.repo.markAllOffline(),
