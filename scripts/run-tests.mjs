@@ -39,71 +39,90 @@ function find(dir) {
 
 const OUT = '.build';
 
-/** Runs a tool; its output is shown when it fails (several run at once, and a pass says nothing). */
+/**
+ * Runs a tool; answers whether it succeeded and what it wrote on stdout. Its output is shown when
+ * it fails (several run at once, and a pass says nothing).
+ */
 function step(name, command, commandArgs) {
   return new Promise((resolve) => {
     const out = [];
+    const stdout = [];
     const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', (d) => out.push(d));
+    child.stdout.on('data', (d) => { out.push(d); stdout.push(d); });
     child.stderr.on('data', (d) => out.push(d));
     child.on('close', (code) => {
       if (code !== 0) process.stderr.write(`\n# ${name} failed\n${Buffer.concat(out).toString()}`);
-      resolve(code === 0);
+      resolve({ ok: code === 0, stdout: Buffer.concat(stdout).toString() });
     });
   });
 }
 const tsc = (...tscArgs) => [process.execPath, ['node_modules/typescript/bin/tsc', ...tscArgs]];
-// The tests, benchmarks and scripts reference the sources' project (tsconfig.build.json): `tsc -b`
-// compiles the sources into dist/ (when they changed since the last build), then type-checks the
-// tests against the sources' declarations rather than a second time from source. The web console
-// is type-checked on its own (browser types, JSX). On two cores these tools, each using more than
-// one for part of its run, finish sooner side by side than one after another.
-const steps = [
-  ['tests\' compile', ...tsc('-b', 'tsconfig.test.json')],
-  ['console\'s type-check', ...tsc('-p', 'console/tsconfig.json')],
-  ...(all ? [
-    ['ESLint', process.execPath, ['node_modules/eslint/bin/eslint.js', '.']],
-    ['console\'s build', process.execPath, ['node_modules/vite/bin/vite.js', 'build', 'console', '--logLevel', 'warn']],
-  ] : []),
-];
-if (!(await Promise.all(steps.map(([name, command, commandArgs]) => step(name, command, commandArgs)))).every(Boolean)) process.exit(1);
-// The compiled tests import ../src/…: that is the build in dist/. What the code finds beside
-// itself (migrations, package.json, docs, the built CLI) is found beside the compiled copy too.
-for (const [name, target] of [['src', 'dist'], ['migrations'], ['docs'], ['bin'], ['dist'], ['package.json']]) {
-  rmSync(join(OUT, name), { recursive: true, force: true });
-  symlinkSync(join('..', target ?? name), join(OUT, name));
-}
-
-const source = (f) => f.slice(OUT.length + 1).replace(/\.js$/, '.ts');
-// Only what has a source: a test file moved or deleted leaves its old compiled copy behind.
-const files = find(join(OUT, 'test'))
-  .filter((f) => existsSync(source(f)) && (filters.length === 0 || filters.some((x) => source(f).includes(x))))
-  .sort();
-const under = (folder) => files.filter((f) => source(f).startsWith(join('test', folder) + '/'));
-const unit = under('unit');
-const programs = unitOnly ? [] : [...under('programs'), ...under('examples')];
-// The web console in Chromium: pages over the API, the same whatever the store (the API's own
-// tests run on both): run once, in the embedded pass, the store a newcomer's `npm start` has.
-const browser = unitOnly ? [] : under('console');
-// Several nodes on one PostgreSQL database and a nats-server of their own: the PostgreSQL pass only.
-const cluster = unitOnly ? [] : under('cluster');
-const server = unitOnly ? [] : files.filter((f) => !unit.includes(f) && !programs.includes(f) && !cluster.includes(f) && !browser.includes(f));
-if (unit.length + programs.length + server.length + cluster.length + browser.length === 0) {
-  console.error('no test files match');
-  process.exit(1);
-}
-
 const postgres = process.env.TEST_DATABASE_URL && !embeddedOnly && !unitOnly ? process.env.TEST_DATABASE_URL : undefined;
 const scratch = mkdtempSync(join(tmpdir(), 'skyport-tests-'));
-let templates = {};
-if (server.length + programs.length + cluster.length + browser.length > 0) {
-  const made = spawnSync(process.execPath, [join(OUT, 'test/helpers/templates.js'), 'make', scratch, ...(postgres ? [postgres] : [])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  if (made.status !== 0) {
-    console.error('could not make the stores\' templates');
-    process.exit(1);
+
+/**
+ * The tests compiled, the files of each pass, and the stores' templates made (once, here, for
+ * every test process: test/helpers/templates.ts). The tests, benchmarks and scripts reference the
+ * sources' project (tsconfig.build.json): `tsc -b` compiles the sources into dist/ (when they
+ * changed since the last build), then type-checks the tests against the sources' declarations
+ * rather than a second time from source.
+ */
+async function compiled() {
+  if (!(await step('tests\' compile', ...tsc('-b', 'tsconfig.test.json'))).ok) return null;
+  // The compiled tests import ../src/…: that is the build in dist/. What the code finds beside
+  // itself (migrations, package.json, docs, the built CLI) is found beside the compiled copy too.
+  for (const [name, target] of [['src', 'dist'], ['migrations'], ['docs'], ['bin'], ['dist'], ['package.json']]) {
+    rmSync(join(OUT, name), { recursive: true, force: true });
+    symlinkSync(join('..', target ?? name), join(OUT, name));
   }
-  templates = JSON.parse(made.stdout);
+  const source = (f) => f.slice(OUT.length + 1).replace(/\.js$/, '.ts');
+  // Only what has a source: a test file moved or deleted leaves its old compiled copy behind.
+  const files = find(join(OUT, 'test'))
+    .filter((f) => existsSync(source(f)) && (filters.length === 0 || filters.some((x) => source(f).includes(x))))
+    .sort();
+  const under = (folder) => files.filter((f) => source(f).startsWith(join('test', folder) + '/'));
+  const unit = under('unit');
+  const programs = unitOnly ? [] : [...under('programs'), ...under('examples')];
+  // The web console in Chromium: pages over the API, the same whatever the store (the API's own
+  // tests run on both): run once, in the embedded pass, the store a newcomer's `npm start` has.
+  const browser = unitOnly ? [] : under('console');
+  // Several nodes on one PostgreSQL database and a nats-server of their own: the PostgreSQL pass only.
+  const cluster = unitOnly ? [] : under('cluster');
+  const server = unitOnly ? [] : files.filter((f) => !unit.includes(f) && !programs.includes(f) && !cluster.includes(f) && !browser.includes(f));
+  if (unit.length + programs.length + server.length + cluster.length + browser.length === 0) {
+    console.error('no test files match');
+    return null;
+  }
+  let templates = {};
+  if (server.length + programs.length + cluster.length + browser.length > 0) {
+    const made = await step('the stores\' templates', process.execPath, [join(OUT, 'test/helpers/templates.js'), 'make', scratch, ...(postgres ? [postgres] : [])]);
+    if (!made.ok) return null;
+    templates = JSON.parse(made.stdout);
+  }
+  return { unit, programs, browser, cluster, server, templates };
 }
+
+// On two cores these tools, each using more than one core for part of its run, finish sooner
+// side by side than one after another.
+const [lists, ...checked] = await Promise.all([
+  compiled(),
+  // The web console is type-checked on its own (browser types, JSX).
+  step('console\'s type-check', ...tsc('-p', 'console/tsconfig.json')),
+  ...(all ? [
+    step('ESLint', process.execPath, ['node_modules/eslint/bin/eslint.js', '.']),
+    step('console\'s build', process.execPath, ['node_modules/vite/bin/vite.js', 'build', 'console', '--logLevel', 'warn']),
+  ] : []),
+]);
+/** The scratch folder and the PostgreSQL template go at the end of the run, passed or not. */
+function cleanUp(templates) {
+  rmSync(scratch, { recursive: true, force: true });
+  if (templates?.TEST_POSTGRES_TEMPLATE) spawnSync(process.execPath, [join(OUT, 'test/helpers/templates.js'), 'drop', postgres, templates.TEST_POSTGRES_TEMPLATE], { stdio: 'inherit' });
+}
+if (!lists || !checked.every((c) => c.ok)) {
+  cleanUp(lists?.templates);
+  process.exit(1);
+}
+const { unit, programs, browser, cluster, server, templates } = lists;
 
 /**
  * One `node --test` run; answers whether it passed. A live pass prints as it goes; the other
@@ -142,6 +161,5 @@ if (postgres) {
 }
 const ok = (await Promise.all(passes)).every(Boolean);
 
-rmSync(scratch, { recursive: true, force: true });
-if (templates.TEST_POSTGRES_TEMPLATE) spawnSync(process.execPath, [join(OUT, 'test/helpers/templates.js'), 'drop', postgres, templates.TEST_POSTGRES_TEMPLATE], { stdio: 'inherit' });
+cleanUp(templates);
 process.exit(ok ? 0 : 1);
