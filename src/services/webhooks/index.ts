@@ -60,7 +60,38 @@ export function createWebhooks(deps: {
   let loaded: Promise<void> | undefined;
 
   const reload = async () => { index.replace(await repo.all()); };
-  const unlisten = bus.listen(CHANGED, () => { loaded = reload().catch((err) => deps.log().warn({ err }, 'webhooks could not be reloaded')); });
+  /**
+   * Reads again the webhooks a notice names, each alone: a change costs every node a row, not the
+   * whole table. A read that a newer one for the same webhook overtook is dropped.
+   */
+  const reads = new Map<string, number>();
+  let readCount = 0;
+  const refresh = async (ids: string[]) => {
+    await Promise.all(ids.map(async (id) => {
+      const mine = ++readCount;
+      reads.set(id, mine);
+      const w = await repo.find(id);
+      if (reads.get(id) !== mine) return;
+      reads.delete(id);
+      if (w) index.put(w);
+      else index.remove(id);
+    }));
+  };
+  const noted = (work: Promise<void>) => {
+    loaded = work.catch((err) => deps.log().warn({ err }, 'webhooks could not be reloaded'));
+  };
+  // A notice names the webhooks that changed; one without names (a node of an earlier version)
+  // reloads them all, as does a bus that was away (the notices sent meanwhile are lost).
+  const unlisten = bus.listen(CHANGED, (payload) => {
+    const ids = (payload as { ids?: unknown } | null)?.ids;
+    noted(Array.isArray(ids) && ids.every((id) => typeof id === 'string') ? refresh(ids) : reload());
+  });
+  const unwatch = bus.whenBack(() => noted(reload()));
+  /** This node's index takes the change at once; every node's (this one's again) on the notice. */
+  const changed = async (id: string) => {
+    await refresh([id]);
+    bus.notify(CHANGED, { ids: [id] });
+  };
 
   const worker = createWorker({
     repo, index, sender, hosts, clock, log: deps.log, node: bus.nodeId, leaseMs,
@@ -84,10 +115,7 @@ export function createWebhooks(deps: {
   /** Webhooks whose mark this node is clearing: their index record says failing until reloaded. */
   const clearing = new Set<string>();
   /** Every node's index learns a webhook failing or failing no more: its successes then clear the mark. */
-  const indexChanged = () => {
-    loaded = reload().catch((err) => deps.log().warn({ err }, 'webhooks could not be reloaded'));
-    bus.notify(CHANGED, {});
-  };
+  const indexChanged = (id: string) => noted(changed(id));
 
   /** A webhook failing for DISABLE_AFTER_FAILING_MS, or answered 410 Gone, is disabled and says why. */
   async function attempted(o: DeliveryOutcome): Promise<void> {
@@ -99,7 +127,7 @@ export function createWebhooks(deps: {
         if ((known || w.failingSince) && !clearing.has(w.id)) {
           clearing.add(w.id);
           try {
-            if (await repo.clearFailing([w.id])) indexChanged();
+            if (await repo.clearFailing([w.id])) indexChanged(w.id);
             // What failed during the outage goes now rather than at its step of the schedule
             // (minutes, hours); the host's own bound keeps that from flooding the receiver.
             if (await repo.dueNow(w.id, clock.now()) > 0) worker.poke();
@@ -124,7 +152,7 @@ export function createWebhooks(deps: {
         since = marked.failingSince?.getTime() ?? clock.nowMs();
         failing.set(w.id, { since, readAt: clock.nowMs() });
         // The index's record did not know: every node learns it, so that a success anywhere clears it.
-        if (!w.failingSince) indexChanged();
+        if (!w.failingSince) indexChanged(w.id);
       }
       if (!gone && clock.nowMs() - since < DISABLE_AFTER_FAILING_MS) return;
       failing.delete(w.id);
@@ -137,7 +165,7 @@ export function createWebhooks(deps: {
 
   async function disable(w: WebhookRecord, reason: string): Promise<void> {
     await repo.update(w.id, { disabledReason: reason, updatedAt: clock.now() });
-    bus.notify(CHANGED, {});
+    bus.notify(CHANGED, { ids: [w.id] });
     const account = w.scope.kind === 'product' ? { kind: 'product' as const, id: String(w.scope.productId) } : { kind: w.scope.owner.kind, id: w.scope.owner.id };
     await deps.audit.record({ account, type: 'webhook.disabled', ip: null, details: { webhook_id: w.id, reason } });
     bus.publish(disabledEvent(w, reason, clock.now().toISOString()));
@@ -149,10 +177,7 @@ export function createWebhooks(deps: {
 
   const manage = createWebhookManagement({
     repo, clock, secrets: deps.secrets, audit: deps.audit, check,
-    changed: async () => {
-      await reload();
-      bus.notify(CHANGED, {});
-    },
+    changed,
     pending: () => worker.poke(),
   });
 
@@ -196,6 +221,7 @@ export function createWebhooks(deps: {
     /** Finishes the deliveries under way (a few seconds at most) and hands the rest back to the store. */
     async stop(): Promise<void> {
       unlisten();
+      unwatch();
       await loaded;
       await worker.stop();
       await sender.close();

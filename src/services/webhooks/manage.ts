@@ -30,8 +30,8 @@ export function createWebhookManagement(deps: {
   secrets: Pick<Secrets, 'token'>;
   audit: AuditService;
   check: DestinationCheck;
-  /** Every node reloads its webhooks (the index). */
-  changed(): Promise<void>;
+  /** Every node reads the webhook again (the index). */
+  changed(id: string): Promise<void>;
   /** New pending deliveries were written: the worker looks for them now. */
   pending(): void;
   /** Where DNS answers from (tests); the system's resolver otherwise. */
@@ -70,7 +70,7 @@ export function createWebhookManagement(deps: {
         disabledReason: null, failingSince: null, createdAt: now, updatedAt: now,
       };
       await repo.insert(webhook);
-      await deps.changed();
+      await deps.changed(webhook.id);
       await audit(actor, 'webhook.created', webhook);
       return { webhook, secret };
     },
@@ -81,7 +81,7 @@ export function createWebhookManagement(deps: {
       const enable = input.disabled === false || input.disabled === 'false';
       const updated = await repo.update(w.id, { spec, updatedAt: clock.now(), ...(enable ? { disabledReason: null, failingSince: null } : {}) });
       if (!updated) throw new DomainError('not_found', 'No such webhook');
-      await deps.changed();
+      await deps.changed(w.id);
       await audit(actor, 'webhook.updated', updated);
       if (enable) deps.pending();
       return updated;
@@ -89,7 +89,7 @@ export function createWebhookManagement(deps: {
 
     async remove(w: WebhookRecord, actor: Actor): Promise<void> {
       if (!await repo.remove(w.id)) throw new DomainError('not_found', 'No such webhook');
-      await deps.changed();
+      await deps.changed(w.id);
       await audit(actor, 'webhook.deleted', w);
     },
 
@@ -99,7 +99,7 @@ export function createWebhookManagement(deps: {
       const secret = newSigningSecret();
       const updated = await repo.update(w.id, { secret, previousSecret: w.secret, previousSecretUntil: new Date(now.getTime() + ROTATION_OVERLAP_MS), updatedAt: now });
       if (!updated) throw new DomainError('not_found', 'No such webhook');
-      await deps.changed();
+      await deps.changed(w.id);
       await audit(actor, 'webhook.secret_rotated', updated);
       return { webhook: updated, secret };
     },

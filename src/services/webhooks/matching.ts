@@ -7,27 +7,48 @@ export const INTERNAL_SOURCE = 'particle-internal';
 
 /**
  * Every node keeps all webhooks in memory, by scope, to find those an event triggers without a
- * statement per event; a change on any node reloads it everywhere (bus notice `webhooks`).
+ * statement per event; a change on any node reloads that webhook everywhere (bus notice `webhooks.changed`).
  */
 export function createWebhookIndex() {
   let byId = new Map<string, WebhookRecord>();
   let byOwner = new Map<string, WebhookRecord[]>();
   let byProduct = new Map<number, WebhookRecord[]>();
-  const push = <K>(m: Map<K, WebhookRecord[]>, k: K, w: WebhookRecord) => {
-    const list = m.get(k);
-    if (list) list.push(w);
-    else m.set(k, [w]);
+  /** A scope's webhooks are kept in the order of their ids, as the store lists them. */
+  const place = <K>(m: Map<K, WebhookRecord[]>, k: K, w: WebhookRecord, add: boolean) => {
+    const list = (m.get(k) ?? []).filter((x) => x.id !== w.id);
+    if (add) {
+      const at = list.findIndex((x) => x.id > w.id);
+      list.splice(at === -1 ? list.length : at, 0, w);
+    }
+    if (list.length > 0) m.set(k, list);
+    else m.delete(k);
+  };
+  const file = (w: WebhookRecord, add: boolean) => {
+    if (w.scope.kind === 'product') place(byProduct, w.scope.productId, w, add);
+    else place(byOwner, `${w.scope.owner.kind}:${w.scope.owner.id}`, w, add);
+  };
+  const remove = (id: string) => {
+    const old = byId.get(id);
+    if (!old) return;
+    byId.delete(id);
+    file(old, false);
+  };
+  const put = (w: WebhookRecord) => {
+    remove(w.id);
+    byId.set(w.id, w);
+    file(w, true);
   };
   return {
     replace(all: WebhookRecord[]): void {
-      byId = new Map(all.map((w) => [w.id, w]));
+      byId = new Map();
       byOwner = new Map();
       byProduct = new Map();
-      for (const w of all) {
-        if (w.scope.kind === 'product') push(byProduct, w.scope.productId, w);
-        else push(byOwner, `${w.scope.owner.kind}:${w.scope.owner.id}`, w);
-      }
+      for (const w of all) put(w);
     },
+    /** One webhook as it is stored now (created or changed). */
+    put,
+    /** One webhook gone. */
+    remove,
     get: (id: string): WebhookRecord | undefined => byId.get(id),
     get size(): number { return byId.size; },
     /**
