@@ -70,7 +70,10 @@ export function createWebhooks(deps: {
     await Promise.all(ids.map(async (id) => {
       const mine = ++readCount;
       reads.set(id, mine);
-      const w = await repo.find(id);
+      const w = await repo.find(id).catch((err: unknown) => {
+        if (reads.get(id) === mine) reads.delete(id);
+        throw err;
+      });
       if (reads.get(id) !== mine) return;
       reads.delete(id);
       if (w) index.put(w);
