@@ -160,7 +160,11 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     },
   });
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
-  const products = createProductService({ db, repo: productsRepo, customers: customersRepo, devices: devicesRepo, users, clients, tokens, audit, secrets, clock, caches, accessCacheMs: settings.tokenCacheSeconds * 1000 });
+  const products = createProductService({
+    db, repo: productsRepo, customers: customersRepo, devices: devicesRepo, users, clients, tokens, audit, secrets, clock, caches, accessCacheMs: settings.tokenCacheSeconds * 1000,
+    // The store deletes the product's webhooks with it; every node's index lets them go.
+    deleted: (productId) => webhooks.forgetProduct(productId),
+  });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
   const deviceAccess = createDeviceAccess({ repo: devicesRepo, isMember: products.isMemberCached });
   const ownerNames = createOwnerNames({ customers: customersRepo, users, clock });

@@ -308,6 +308,23 @@ describe('whose webhooks', () => {
     assert.deepEqual((await ok(call('DELETE', `/v1/products/${product.slug}/webhooks/${fleet.id}`, carol.token))).json, { ok: true });
     assert.deepEqual(await ids(call('GET', `/v1/products/${product.id}/integrations`, productToken)), []);
   });
+
+  test('what the node matches events against follows each change; a deleted product\'s webhooks leave it with the product', async () => {
+    const { token } = await signUp(server.url);
+    const product = await newProduct(server.url, token);
+    const index = server.skyport.services.webhooks.index;
+    const made = async (event: string) => (await ok(call('POST', `/v1/products/${product.id}/webhooks`, token, { event, url: `${hooks}/p`, disabled: true }), 201)).json.id as string;
+    const a = await made('a/');
+    const b = await made('b/');
+    const user = (await ok(call('POST', '/v1/webhooks', token, { event: 'u/', url: `${hooks}/u`, disabled: true }), 201)).json.id as string;
+    assert.deepEqual([a, b, user].map((id) => index.get(id)?.spec.event), ['a/', 'b/', 'u/']);
+    await ok(call('PUT', `/v1/products/${product.id}/integrations/${a}`, token, { event: 'a2/' }));
+    assert.equal(index.get(a)?.spec.event, 'a2/');
+
+    await ok(call('DELETE', `/v1/products/${product.id}`, token), 204);
+    assert.deepEqual([a, b].map((id) => index.get(id)), [undefined, undefined]);
+    assert.equal(index.get(user)?.spec.event, 'u/', 'the user\'s own webhook stays');
+  });
 });
 
 describe('deliveries', () => {

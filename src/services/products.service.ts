@@ -58,6 +58,8 @@ export function createProductService(deps: {
   caches: CacheHub;
   /** How long `accessCached` remembers an answer (TOKEN_CACHE_SECONDS). */
   accessCacheMs?: number;
+  /** A product was deleted (committed): what keeps its parts in memory lets them go (its webhooks). */
+  deleted?: (productId: number) => void;
 }) {
   const { repo, clock, audit } = deps;
   // Answers of `access` and of team membership for the device routes, dropped whole on any
@@ -211,6 +213,7 @@ export function createProductService(deps: {
         await repo.delete(product.id, tx);
         tx.afterCommit(forgetAccess);
       });
+      deps.deleted?.(product.id);
       const account = accountOf(actor.subject);
       await audit.record({ account, type: 'product.deleted', ip, details: { product_id: product.id, slug: product.slug } });
     },

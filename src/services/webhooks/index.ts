@@ -205,6 +205,15 @@ export function createWebhooks(deps: {
         worker.take(items.map((i) => ({ id: i.id, webhookId: i.webhookId, event: i.event, status: 'sending', attempts: 0, skipped: 0, nextAt: now, createdAt: now, finishedAt: null, resendOf: null })), until.getTime());
       });
     },
+    /**
+     * A deleted product's webhooks, which the store deleted with it: every node reads them again
+     * and finds them gone.
+     */
+    forgetProduct(productId: number): void {
+      const ids = index.ofProduct(productId);
+      for (const id of ids) index.remove(id);
+      if (ids.length > 0) bus.notify(CHANGED, { ids });
+    },
     /** A test delivery of a made-up event to one webhook (the console's "send a test event"). */
     async test(w: WebhookRecord, data: string | null): Promise<string> {
       const now = clock.now();

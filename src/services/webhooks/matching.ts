@@ -50,6 +50,8 @@ export function createWebhookIndex() {
     /** One webhook gone. */
     remove,
     get: (id: string): WebhookRecord | undefined => byId.get(id),
+    /** The ids of a product's webhooks. */
+    ofProduct: (productId: number): string[] => (byProduct.get(productId) ?? []).map((w) => w.id),
     get size(): number { return byId.size; },
     /**
      * The webhooks an event triggers: a user's for events of the devices they own and what they
