@@ -70,30 +70,35 @@ export function createWebhooks(deps: {
     await Promise.all(ids.map(async (id) => {
       const mine = ++readCount;
       reads.set(id, mine);
-      const w = await repo.find(id).catch((err: unknown) => {
+      try {
+        const w = await repo.find(id);
+        if (reads.get(id) !== mine) return;
+        if (w) index.put(w);
+        else index.remove(id);
+      } finally {
         if (reads.get(id) === mine) reads.delete(id);
-        throw err;
-      });
-      if (reads.get(id) !== mine) return;
-      reads.delete(id);
-      if (w) index.put(w);
-      else index.remove(id);
+      }
     }));
   };
   const noted = (work: Promise<void>) => {
     loaded = work.catch((err) => deps.log().warn({ err }, 'webhooks could not be reloaded'));
   };
+  /** What this node changed, for the other nodes: it has read it already (`changed`). */
+  const tell = (ids: string[]) => bus.notify(CHANGED, { ids, from: bus.nodeId });
   // A notice names the webhooks that changed; one without names (a node of an earlier version)
-  // reloads them all, as does a bus that was away (the notices sent meanwhile are lost).
+  // reloads them all, as does a bus that was away (the notices sent meanwhile are lost). The
+  // bus brings a node its own notices too: those it has acted on already.
   const unlisten = bus.listen(CHANGED, (payload) => {
-    const ids = (payload as { ids?: unknown } | null)?.ids;
+    const notice = payload as { ids?: unknown; from?: unknown } | null;
+    if (notice?.from === bus.nodeId) return;
+    const ids = notice?.ids;
     noted(Array.isArray(ids) && ids.every((id) => typeof id === 'string') ? refresh(ids) : reload());
   });
   const unwatch = bus.whenBack(() => noted(reload()));
-  /** This node's index takes the change at once; every node's (this one's again) on the notice. */
+  /** This node's index takes the change at once; every other node's on the notice. */
   const changed = async (id: string) => {
     await refresh([id]);
-    bus.notify(CHANGED, { ids: [id] });
+    tell([id]);
   };
 
   const worker = createWorker({
@@ -168,7 +173,7 @@ export function createWebhooks(deps: {
 
   async function disable(w: WebhookRecord, reason: string): Promise<void> {
     await repo.update(w.id, { disabledReason: reason, updatedAt: clock.now() });
-    bus.notify(CHANGED, { ids: [w.id] });
+    indexChanged(w.id);
     const account = w.scope.kind === 'product' ? { kind: 'product' as const, id: String(w.scope.productId) } : { kind: w.scope.owner.kind, id: w.scope.owner.id };
     await deps.audit.record({ account, type: 'webhook.disabled', ip: null, details: { webhook_id: w.id, reason } });
     bus.publish(disabledEvent(w, reason, clock.now().toISOString()));
@@ -212,7 +217,7 @@ export function createWebhooks(deps: {
     forgetProduct(productId: number): void {
       const ids = index.ofProduct(productId);
       for (const id of ids) index.remove(id);
-      if (ids.length > 0) bus.notify(CHANGED, { ids });
+      if (ids.length > 0) tell(ids);
     },
     /** A test delivery of a made-up event to one webhook (the console's "send a test event"). */
     async test(w: WebhookRecord, data: string | null): Promise<string> {
