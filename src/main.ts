@@ -64,7 +64,7 @@ import { DomainError } from './domain/errors.js';
 import { windowFor } from './storage/batcher.js';
 import { createDeviceConfigStateRepository } from './repositories/device-config-state.repository.js';
 import type { Log } from './platform/log.js';
-import { createWebhooksRepository } from './repositories/webhooks.repository.js';
+import { createWebhooksRepository, userScope } from './repositories/webhooks.repository.js';
 import { createWebhooks } from './services/webhooks/index.js';
 import { createFirmwareRepository } from './repositories/firmware.repository.js';
 import { createDeviceGroupsRepository } from './repositories/device-groups.repository.js';
@@ -153,17 +153,19 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const accounts = createAccountService({
     db, users, tokens, clients, audit, secrets, clock, limiter, signupOpen: settings.signup,
     soleMemberOf: (id) => productsRepo.soleMemberOf(id),
-    // A deleted account's devices are released and its claim codes dropped.
+    // A deleted account's devices are released, its claim codes and its webhooks dropped.
     releaseOwned: async (id, tx) => {
       await claimsRepo.deleteForOwner({ kind: 'user', id }, tx);
       await devicesRepo.releaseOwner({ kind: 'user', id }, tx);
+      await webhooks.removeAll(userScope(id), tx);
     },
+    deleted: (id) => webhooks.forget(userScope(id)),
   });
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
   const products = createProductService({
     db, repo: productsRepo, customers: customersRepo, devices: devicesRepo, users, clients, tokens, audit, secrets, clock, caches, accessCacheMs: settings.tokenCacheSeconds * 1000,
     // The store deletes the product's webhooks with it; every node's index lets them go.
-    deleted: (productId) => webhooks.forgetProduct(productId),
+    deleted: (productId) => webhooks.forget({ kind: 'product', productId }),
   });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
   const deviceAccess = createDeviceAccess({ repo: devicesRepo, isMember: products.isMemberCached });

@@ -7,6 +7,7 @@ import { newProduct, rejection, signUp } from './helpers/fixtures.js';
 import { eventually } from './helpers/eventually.js';
 import { provision } from './helpers/device.js';
 import { startReceiver, type Receiver } from './helpers/receiver.js';
+import { userScope } from '../src/repositories/webhooks.repository.js';
 
 /**
  * The webhook routes (docs/api.md, "Webhooks"): every field taken and shown again, what is
@@ -309,8 +310,8 @@ describe('whose webhooks', () => {
     assert.deepEqual(await ids(call('GET', `/v1/products/${product.id}/integrations`, productToken)), []);
   });
 
-  test('what the node matches events against follows each change; a deleted product\'s webhooks leave it with the product', async () => {
-    const { token } = await signUp(server.url);
+  test('what the node matches events against follows each change; a deleted product\'s or account\'s webhooks leave it with them', async () => {
+    const { token, password, username } = await signUp(server.url);
     const product = await newProduct(server.url, token);
     const index = server.skyport.services.webhooks.index;
     const made = async (event: string) => (await ok(call('POST', `/v1/products/${product.id}/webhooks`, token, { event, url: `${hooks}/p`, disabled: true }), 201)).json.id as string;
@@ -324,6 +325,16 @@ describe('whose webhooks', () => {
     await ok(call('DELETE', `/v1/products/${product.id}`, token), 204);
     assert.deepEqual([a, b].map((id) => index.get(id)), [undefined, undefined]);
     assert.equal(index.get(user)?.spec.event, 'u/', 'the user\'s own webhook stays');
+
+    // A deleted account's webhooks go with it, from the store and from the index.
+    const owner = index.get(user)?.scope;
+    assert.ok(owner?.kind === 'user');
+    const other = await signUp(server.url);
+    const kept = (await ok(call('POST', '/v1/webhooks', other.token, { event: 'u/', url: `${hooks}/u`, disabled: true }), 201)).json.id as string;
+    await ok(raw(`${server.url}/v1/user`, { method: 'DELETE', token, json: { password } }));
+    assert.equal(index.get(user), undefined);
+    assert.deepEqual(await server.skyport.services.webhooks.manage.list(userScope(owner.owner.id)), [], `${username}'s webhooks are deleted`);
+    assert.equal(index.get(kept)?.spec.event, 'u/', 'another account\'s webhook stays');
   });
 });
 

@@ -4,6 +4,8 @@ import type { WebhookSpec } from '../services/webhooks/spec.js';
 
 /** Whose a webhook is: a user's (their devices' events) or a product's (its fleet's). */
 export type WebhookScope = { kind: 'user'; owner: DeviceOwner } | { kind: 'product'; productId: number };
+/** A user account's own webhooks. */
+export const userScope = (userId: string): WebhookScope => ({ kind: 'user', owner: { kind: 'user', id: userId } });
 
 export interface WebhookRecord {
   id: string;
@@ -149,6 +151,12 @@ export function createWebhooksRepository(db: Queryable) {
 
     async remove(id: string, q: Queryable = db): Promise<boolean> {
       return (await q.query('DELETE FROM webhooks WHERE id = $1 RETURNING id', [id])).length > 0;
+    },
+
+    /** Every webhook of a scope, with their deliveries (the store's cascade): an account deleted. */
+    async removeAll(scope: WebhookScope, q: Queryable = db): Promise<void> {
+      const w = scopeWhere(scope, 1);
+      await q.query(`DELETE FROM webhooks WHERE ${w.sql}`, w.params);
     },
 
     async find(id: string, q: Queryable = db): Promise<WebhookRecord | undefined> {

@@ -44,8 +44,10 @@ export function createAccountService(deps: {
   signupOpen: boolean;
   /** Products whose team has this user alone; deleting the account would orphan them. */
   soleMemberOf(userId: string): Promise<number[]>;
-  /** Releases the account's devices and drops its claim codes, within its deletion. */
+  /** Releases the account's devices and drops its claim codes and webhooks, within its deletion. */
   releaseOwned(userId: string, tx: Tx): Promise<void>;
+  /** An account was deleted (committed): what keeps its parts in memory lets them go (its webhooks). */
+  deleted?: (userId: string) => void;
 }) {
   const { users, secrets, clock, limiter, audit } = deps;
 
@@ -189,6 +191,7 @@ export function createAccountService(deps: {
         await deps.tokens.revokeSubject({ kind: 'user', userId }, null, tx);
         await users.delete(userId, tx);
       });
+      deps.deleted?.(userId);
       await audit.record({ account: { kind: 'user', id: userId }, type: 'user.deleted', ip, details: { username: user.username } });
     },
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type TObject } from '@sinclair/typebox';
 import { DomainError, isDomainError } from '../../domain/errors.js';
-import type { WebhookRecord, WebhookScope } from '../../repositories/webhooks.repository.js';
+import { userScope, type WebhookRecord, type WebhookScope } from '../../repositories/webhooks.repository.js';
 import { accountOf } from '../../services/audit-account.js';
 import { MAX_EVENT_DATA_BYTES } from '../../services/events.service.js';
 import type { DeviceAccess } from '../../services/devices/access.js';
@@ -293,7 +293,7 @@ export function webhookRoutes(app: FastifyInstance, deps: WebhookDeps): void {
   for (const kind of ['webhooks', 'integrations'] as const) {
     webhookRoutesAt(app, {
       base: `/v1/${kind}`, kind, owner: 'user', params: Type.Object({}), guard, access: null,
-      scope: (req) => ({ kind: 'user', owner: { kind: 'user', id: userIdOf(req) } }),
+      scope: (req) => userScope(userIdOf(req)),
       pathOf: (_req, id) => `/v1/${kind}/${id}`,
     }, deps);
   }

@@ -2,9 +2,9 @@ import type { Bus, CloudEvent } from '../../bus/bus.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Log } from '../../platform/log.js';
 import type { Secrets } from '../../platform/secrets.js';
-import type { DeliveryRecord, NewDelivery, WebhookRecord, WebhooksRepository } from '../../repositories/webhooks.repository.js';
+import type { DeliveryRecord, NewDelivery, WebhookRecord, WebhookScope, WebhooksRepository } from '../../repositories/webhooks.repository.js';
 import { createBatcher } from '../../storage/batcher.js';
-import type { Db } from '../../storage/db.js';
+import type { Db, Tx } from '../../storage/db.js';
 import type { AuditService } from '../audit.service.js';
 import { destinationCheck } from './destinations.js';
 import { createHosts, HOST_DEFAULTS } from './hosts.js';
@@ -210,12 +210,14 @@ export function createWebhooks(deps: {
         worker.take(items.map((i) => ({ id: i.id, webhookId: i.webhookId, event: i.event, status: 'sending', attempts: 0, skipped: 0, nextAt: now, createdAt: now, finishedAt: null, resendOf: null })), until.getTime());
       });
     },
+    /** Deletes an account's own webhooks, within the account's deletion (`forget` follows its commit). */
+    removeAll: (scope: WebhookScope, tx: Tx): Promise<void> => repo.removeAll(scope, tx),
     /**
-     * A deleted product's webhooks, which the store deleted with it: every node reads them again
-     * and finds them gone.
+     * The webhooks of a deleted product (the store deletes them with it) or account (`removeAll`):
+     * every node reads them again and finds them gone.
      */
-    forgetProduct(productId: number): void {
-      const ids = index.ofProduct(productId);
+    forget(scope: WebhookScope): void {
+      const ids = index.of(scope);
       for (const id of ids) index.remove(id);
       if (ids.length > 0) tell(ids);
     },

@@ -1,5 +1,6 @@
 import type { CloudEvent } from '../../bus/bus.js';
-import type { WebhookRecord } from '../../repositories/webhooks.repository.js';
+import type { DeviceOwner } from '../../repositories/devices.repository.js';
+import type { WebhookRecord, WebhookScope } from '../../repositories/webhooks.repository.js';
 import { triggers } from './spec.js';
 
 /** The cloud's own webhook events come from this id; they never trigger a webhook (Particle's rule). */
@@ -23,9 +24,10 @@ export function createWebhookIndex() {
     if (list.length > 0) m.set(k, list);
     else m.delete(k);
   };
+  const ownerKey = (owner: DeviceOwner) => `${owner.kind}:${owner.id}`;
   const file = (w: WebhookRecord, add: boolean) => {
     if (w.scope.kind === 'product') place(byProduct, w.scope.productId, w, add);
-    else place(byOwner, `${w.scope.owner.kind}:${w.scope.owner.id}`, w, add);
+    else place(byOwner, ownerKey(w.scope.owner), w, add);
   };
   const remove = (id: string) => {
     const old = byId.get(id);
@@ -50,8 +52,8 @@ export function createWebhookIndex() {
     /** One webhook gone. */
     remove,
     get: (id: string): WebhookRecord | undefined => byId.get(id),
-    /** The ids of a product's webhooks. */
-    ofProduct: (productId: number): string[] => (byProduct.get(productId) ?? []).map((w) => w.id),
+    /** The ids of a scope's webhooks: a product's, or an account's own. */
+    of: (scope: WebhookScope): string[] => (scope.kind === 'product' ? byProduct.get(scope.productId) : byOwner.get(ownerKey(scope.owner)))?.map((w) => w.id) ?? [],
     get size(): number { return byId.size; },
     /**
      * The webhooks an event triggers: a user's for events of the devices they own and what they
@@ -63,7 +65,7 @@ export function createWebhookIndex() {
       const consider = (list: WebhookRecord[] | undefined) => {
         for (const w of list ?? []) if (w.disabledReason === null && triggers(w.spec, event)) out.push(w);
       };
-      if (event.owner) consider(byOwner.get(`${event.owner.kind}:${event.owner.id}`));
+      if (event.owner) consider(byOwner.get(ownerKey(event.owner)));
       if (event.productId !== null) consider(byProduct.get(event.productId));
       return out;
     },
