@@ -1,0 +1,58 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type ServerResponse } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { createSender } from '../../src/services/webhooks/sender.js';
+
+/*
+ * The sender's deadline covers the whole exchange: a receiver that never answers, and one that
+ * sends its answer's head and then its body a byte at a time (never idle long enough for a read
+ * time-out), are cut off after the time-out, each a "no answer".
+ */
+const TIMEOUT_MS = 300;
+const held: ServerResponse[] = [];
+const receiver = createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    if (req.url === '/never') held.push(res);
+    else if (req.url === '/drip') {
+      // A byte every 100 ms: never idle long enough for a read time-out, never done.
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const drip = setInterval(() => res.write('a'), 100);
+      res.on('close', () => clearInterval(drip));
+    } else res.end('thanks');
+  });
+});
+let base: string;
+const sender = createSender({ check: () => null, timeoutMs: TIMEOUT_MS });
+
+before(async () => {
+  receiver.listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+});
+after(async () => {
+  receiver.closeAllConnections();
+  receiver.close();
+  await sender.close();
+});
+
+const post = (path: string) => sender.send({ method: 'POST', url: `${base}${path}`, headers: { 'content-type': 'text/plain' }, body: 'x' }, true);
+
+test('an answer is read whole', async () => {
+  const r = await post('/ok');
+  assert.deepEqual({ status: r.status, body: r.body, error: r.error }, { status: 200, body: 'thanks', error: null });
+});
+
+test('a receiver that never answers, and one that sends its answer\'s body a byte at a time, time out', { timeout: 10_000 }, async () => {
+  for (const path of ['/never', '/drip']) {
+    const started = performance.now();
+    const r = await post(path);
+    const took = performance.now() - started;
+    assert.equal(r.status, null, path);
+    assert.equal(r.error, 'no answer within 0.3 s', path);
+    assert.equal(r.refused, false);
+    assert.ok(took >= TIMEOUT_MS - 20 && took < TIMEOUT_MS + 2000, `${path}: ${took} ms`);
+  }
+});
