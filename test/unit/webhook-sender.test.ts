@@ -4,6 +4,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { createSender } from '../../src/services/webhooks/sender.js';
+import { destinationCheck } from '../../src/services/webhooks/destinations.js';
 
 /*
  * The sender's deadline covers the whole exchange: a receiver that never answers, and one that
@@ -55,4 +56,21 @@ test('a receiver that never answers, and one that sends its answer\'s body a byt
     assert.equal(r.refused, false);
     assert.ok(took >= TIMEOUT_MS - 20 && took < TIMEOUT_MS + 2000, `${path}: ${took} ms`);
   }
+});
+
+test('an address in the URL is checked at every send, before connecting; a name when it is resolved', async () => {
+  const guarded = createSender({ check: destinationCheck([]), timeoutMs: TIMEOUT_MS });
+  try {
+    for (let i = 0; i < 2; i++) {
+      const r = await guarded.send({ method: 'POST', url: `${base}/ok`, headers: {}, body: 'x' }, true);
+      assert.deepEqual({ status: r.status, refused: r.refused }, { status: null, refused: true }, `send ${i + 1}`);
+      assert.match(r.error ?? '', /127\.0\.0\.1 is a loopback/);
+    }
+    const named = await guarded.send({ method: 'POST', url: base.replace('127.0.0.1', 'localhost') + '/ok', headers: {}, body: 'x' }, true);
+    assert.deepEqual({ status: named.status, refused: named.refused }, { status: null, refused: true });
+    assert.match(named.error ?? '', /^localhost resolves to /);
+  } finally {
+    await guarded.close();
+  }
+  assert.equal((await post('/ok')).status, 200, 'the allowing sender still sends');
 });
