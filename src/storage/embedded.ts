@@ -40,6 +40,9 @@ export interface EmbeddedDb extends Db {
   dump(): Promise<Uint8Array>;
 }
 
+/** PostgreSQL's WebAssembly as the first store's thread compiled it, for the threads after it. */
+let compiled: WebAssembly.Module | undefined;
+
 /** The longest wait between two starts of a thread that keeps dying. */
 const MAX_RESTART_MS = 5_000;
 
@@ -66,13 +69,14 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
    * crash; an in-memory store has nothing to start again from, and stays unavailable.
    */
   function start(template: string | undefined): Worker {
-    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, template };
+    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, template, compiled };
     const thread = fromSource
       ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData })
       : new Worker(file, { workerData });
     // The thread keeps the process alive only while a request waits on it, as a socket would.
     thread.unref();
-    thread.on('message', (reply: EmbeddedReply | EmbeddedWarning) => {
+    thread.on('message', (reply: EmbeddedReply | EmbeddedWarning | { compiled: WebAssembly.Module }) => {
+      if ('compiled' in reply) return void (compiled = reply.compiled);
       if ('warning' in reply) return process.emitWarning(reply.warning);
       const waiting = pending.get(reply.id);
       if (!waiting) return;
