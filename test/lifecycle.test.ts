@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,13 +44,19 @@ const run = (args: string[], env: Record<string, string>) => spawnSkyport(args, 
 // The server process tests run on the embedded store (the one `npm start` uses).
 const processTest = STORE === 'embedded' ? test : test.skip;
 
-processTest('the server process: user create with sign-up closed, start, SIGTERM exits cleanly, bad settings and taken ports say which setting', async () => {
+processTest('the server process: user create with sign-up closed, migrate, start, SIGTERM exits cleanly, bad settings and taken ports say which setting', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'skyport-proc-'));
   try {
     const username = email('admin');
     const create = run(['user', 'create', '--username', username, '--data-dir', dir], { SKYPORT_PASSWORD: 'bootstrap pass', SIGNUP: 'off' });
     assert.equal(await create.exit, 0, create.err());
     assert.match(create.out(), /created user/);
+    // `server migrate` on the store user create made: nothing left to apply, and it says where it is.
+    const newest = readdirSync(new URL('../migrations/', import.meta.url)).filter((f) => f.endsWith('.sql')).sort().at(-1) ?? '';
+    const [, version, name] = /^0*(\d+)_(.+)\.sql$/.exec(newest) ?? [];
+    const migrate = run(['server', 'migrate', '--data-dir', dir], {});
+    assert.equal(await migrate.exit, 0, migrate.err());
+    assert.equal(migrate.out(), `storage is at schema version ${version} (${name})\n`);
 
     const port = await freePort();
     const mqttPort = await freePort();

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { settingsFrom } from '../main.js';
+import { briefRun } from '../lib/brief-run.js';
 
 // The server's modules are loaded by the commands that need them, so that other commands
 // (schema merge, sim) start without loading the whole cloud.
@@ -29,6 +30,7 @@ export function registerServerCommands(program: Command): void {
     .allowExcessArguments()
     .action(async (_opts, cmd: Command) => {
       const settings = settingsFrom(cmd.args);
+      briefRun();
       const [{ openStorage }, { loadMigrations }] = await Promise.all([import('../../main.js'), import('../../storage/migrate.js')]);
       const db = await openStorage(settings);
       await db.close();

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { settingsFrom } from '../main.js';
+import { briefRun } from '../lib/brief-run.js';
 import { password as readPassword } from '../lib/prompt.js';
 
 export function registerUserCommands(program: Command): void {
@@ -13,6 +14,7 @@ export function registerUserCommands(program: Command): void {
     .action(async (opts: { username: string }, cmd: Command) => {
       const settings = settingsFrom(cmd.args);
       const password = await readPassword();
+      briefRun();
       const { createSkyport } = await import('../../main.js');
       const skyport = await createSkyport(settings, { logger: false });
       try {
