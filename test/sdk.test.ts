@@ -237,6 +237,34 @@ test('events: exact names, families, a throwing handler does not take the device
   }
 });
 
+test('a device is sent only the events it subscribed to; a filter added while online takes effect at once; a bad filter throws', async () => {
+  const a = await sdkDevice();
+  const b = await sdkDevice();
+  // What reaches b's MQTT client, beneath the SDK's own matching.
+  const sent: string[] = [];
+  (b as unknown as { client: mqtt.MqttClient }).client.on('message', (topic) => { if (topic.includes('/cloud/events/')) sent.push(topic.slice(topic.indexOf('/cloud/events/') + 14)); });
+  const got: string[] = [];
+  try {
+    await a.publish('noise', '1');
+    b.subscribe('late/#', (e) => got.push(`${e.name}=${e.data}`));
+    // The subscription is on its way; the sentinel is published until it arrives.
+    await eventually(async () => {
+      await a.publish('late/sentinel', 'x');
+      return got.length > 0 ? true : undefined;
+    });
+    await a.publish('noise', '2');
+    await a.publish('late/last', 'y');
+    await eventually(() => (got.includes('late/last=y') ? true : undefined));
+    assert.ok(sent.every((name) => name.startsWith('late/')), `only what b asked for is sent to it: ${sent.join(', ')}`);
+    assert.throws(() => b.subscribe('a/#/b', () => undefined), TypeError);
+    assert.throws(() => b.subscribe('', () => undefined), TypeError);
+    assert.throws(() => b.subscribe('sens+ors', () => undefined), TypeError);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
+
 test('close() rejects a claim still waiting; claim() and publish() need a connection', async () => {
   const d = await sdkDevice(undefined, { claimTimeoutMs: 60_000 });
   const waiting = d.claim('anything');

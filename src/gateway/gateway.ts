@@ -165,7 +165,8 @@ export function createGateway(deps: GatewayDeps) {
     const reach = (set: Set<Session> | undefined) => {
       if (!set) return;
       for (const c of set) {
-        if (seen.has(c)) continue;
+        // Most devices hear no events: skipped before a topic is made for them.
+        if (!c.hearsEvents || seen.has(c)) continue;
         seen.add(c);
         deliver(c, event);
       }

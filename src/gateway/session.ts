@@ -41,6 +41,8 @@ export class Session {
   /** Packets that arrived after CONNECT, before CONNACK (handlers/index.ts). */
   queued: Packet[] | null = null;
   subscriptions: Subscription[] | null = null;
+  /** Whether a subscription may match an event sent to the device (subscriptions.ts, mayMatchEvents). */
+  hearsEvents = false;
   /** The best subscription per topic, until the subscriptions change (subscriptions.ts). */
   matched: Map<string, Subscription | undefined> | null = null;
   /** Requests waiting for the device's answer (calls.ts). */

@@ -24,7 +24,7 @@ export function grant(s: Session, filter: string, qos: number): 0 | 1 | undefine
   } else {
     s.subscriptions = [{ filter, qos: granted }];
   }
-  s.matched = null;
+  changed(s);
   return granted;
 }
 
@@ -32,7 +32,31 @@ export function grant(s: Session, filter: string, qos: number): 0 | 1 | undefine
 export function revoke(s: Session, filters: string[]): void {
   const list = s.subscriptions?.filter((x) => !filters.includes(x.filter));
   s.subscriptions = list?.length ? list : null;
+  changed(s);
+}
+
+function changed(s: Session): void {
   s.matched = null;
+  const id = s.deviceId as string;
+  s.hearsEvents = s.subscriptions?.some((x) => mayMatchEvents(x.filter, id)) ?? false;
+}
+
+/**
+ * Whether a filter matches any topic of an event sent to the device, `devices/<id>/cloud/events/<name>`
+ * (docs/device-protocol.md, "Events"): `devices/<id>/cloud/#` and `…/cloud/events/alarm` do,
+ * `…/cloud/call` and `…/cloud/+` do not. The gateway looks only at the devices that hear events
+ * when one is published, instead of making and matching a topic for every device in its scope.
+ */
+export function mayMatchEvents(filter: string, deviceId: string): boolean {
+  const levels = filter.split('/');
+  const prefix = ['devices', deviceId, 'cloud', 'events'];
+  for (let i = 0; i < prefix.length; i++) {
+    const level = levels[i];
+    if (level === '#') return true;
+    if (level === undefined || (level !== '+' && level !== prefix[i])) return false;
+  }
+  // An event's name is one level or more below `events`.
+  return levels.length > prefix.length;
 }
 
 /**

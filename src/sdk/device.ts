@@ -255,11 +255,22 @@ export class Device extends EventEmitter {
 
   /**
    * Receives events whose name matches `filter`: a name (that name only), `family/#`, or any MQTT
-   * filter over names. The device's `devices/<id>/cloud/#` subscription already brings every
-   * event the cloud sends it ("Events"), so filters are matched here, not subscribed one by one.
+   * filter over names ("Events"). The device subscribes to `devices/<id>/cloud/events/<filter>`
+   * (at once when it is online, else at its next connect), so the cloud sends it only the events
+   * it asked for; past MAX_EVENT_FILTERS filters it takes all of them. Throws a TypeError for a
+   * filter that is not one.
    */
   subscribe(filter: string, handler: (event: DeviceEventMessage) => void): this {
+    if (!isNameFilter(filter)) throw new TypeError(`not an event name or an MQTT filter over names: ${JSON.stringify(filter)}`);
+    const known = this.subscriptions.some((s) => s.filter === filter);
     this.subscriptions.push({ filter, handler });
+    const client = this.client;
+    if (!known && client && this.online) {
+      const [topic] = this.eventFilters().slice(-1);
+      client.subscribeAsync(topic as string, { qos: 1 }).then((granted) => {
+        if (granted.some((g) => g.qos >= 0x80)) this.emit('error', new Error(`the cloud refused the subscription to ${topic}`));
+      }, (err: Error) => { if (this.client === client) this.emit('error', err); });
+    }
     return this;
   }
 
@@ -459,11 +470,30 @@ export class Device extends EventEmitter {
     });
   }
 
-  /** "Connecting": sessions are not kept, so subscribe and describe the device on every connect. */
+  /**
+   * The device's event filters: one per name filter the application subscribed to, or all events
+   * once there are more than MAX_EVENT_FILTERS (the cloud grants a device 32 filters). The last
+   * is the newest filter's (or the one for all events).
+   */
+  private eventFilters(): string[] {
+    const names = [...new Set(this.subscriptions.map((s) => s.filter))];
+    const events = `devices/${this.id}/cloud/events/`;
+    return names.length > MAX_EVENT_FILTERS ? [`${events}#`] : names.map((f) => `${events}${f}`);
+  }
+
+  /**
+   * "Connecting": sessions are not kept, so subscribe and describe the device on every connect.
+   * What the cloud sends besides events (calls, reads, signals, claims, errors, configuration,
+   * firmware) is under `cloud/+`, `cloud/config/` and `cloud/ota/`; events only as subscribed
+   * (`subscribe`): a device that takes none is not sent its fleet's events.
+   */
   private async afterConnect(client: mqtt.MqttClient): Promise<void> {
     try {
-      const granted = await client.subscribeAsync(`devices/${this.id}/cloud/#`, { qos: 1 });
-      if (granted.some((g) => g.qos >= 0x80)) throw new Error(`the cloud refused the subscription to devices/${this.id}/cloud/#`);
+      const cloud = `devices/${this.id}/cloud`;
+      const filters = [`${cloud}/+`, `${cloud}/config/#`, `${cloud}/ota/#`, ...this.eventFilters()];
+      const granted = await client.subscribeAsync(filters, { qos: 1 });
+      const refused = granted.filter((g) => g.qos >= 0x80).map((g) => g.topic);
+      if (refused.length > 0) throw new Error(`the cloud refused the subscription to ${refused.join(', ')}`);
       await client.publishAsync(`devices/${this.id}/hello`, this.helloPayload(), { qos: 1 });
       if (this.modules.size > 0) await client.publishAsync(`devices/${this.id}/config/hello`, this.modules.helloPayload(), { qos: 1 });
       if (this.client !== client) return;
@@ -604,6 +634,16 @@ export class Device extends EventEmitter {
       }
     }
   }
+}
+
+/** Event filters a device subscribes to one by one; past this many, to all events (`cloud/events/#`). */
+export const MAX_EVENT_FILTERS = 16;
+
+/** An MQTT filter over event names: levels of one or more characters, `+` and a last `#` alone in theirs. */
+function isNameFilter(filter: string): boolean {
+  const levels = filter.split('/');
+  return filter.length > 0 && filter.length <= 200 && levels.every((l, i) => l.length > 0
+    && (l === '#' ? i === levels.length - 1 : l === '+' || !/[+#]/.test(l)));
 }
 
 /** Creates a device; call `connect()` after registering its functions and variables. */
