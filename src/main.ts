@@ -285,6 +285,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     holds: (id) => held.gateway?.holds(id) ?? false,
     size: () => held.gateway?.size ?? 0,
     products: () => held.gateway?.heldProducts() ?? [],
+    heldIn: (productId) => held.gateway?.heldIn(productId) ?? [],
     send: (id, command, timeoutMs) => (held.gateway ? held.gateway.command(id, command, timeoutMs) : Promise.reject(new DomainError('device_offline', 'The device is not connected to this node'))),
   };
   // Firmware is sent by the node that holds the device, on its connection.

@@ -130,3 +130,30 @@ test('a fleet write is checked against the schema in force when it gets its turn
     await own.close();
   }
 });
+
+test('a fleet write reaches a connected device whose connect is not stored yet', async () => {
+  let db: FaultyDb | undefined;
+  const own = await startTestServer({ wrapDb: (d) => (db = faultyDb(d)) });
+  try {
+    const { token } = await signUp(own.url);
+    const product = await newProduct(own.url, token);
+    const who = await provision(own.url, token, product.id);
+    // The device's connect is written in the background after its CONNACK (presence batches):
+    // held back here, the store still lists the device offline while it takes its configuration.
+    const presence = (db as FaultyDb).pauseAt(/^\s*UPDATE devices d SET\s+online/);
+    const held: Holdings = new Map();
+    const dev = await configDevice(own.mqttUrl, who, held);
+    try {
+      await presence.reached;
+      await eventually(() => (held.size === 9 ? true : undefined), 5000, 'the configuration at connect');
+      const fleet = await raw(`${own.url}/v1/products/${product.id}/config`, { method: 'PUT', token, json: { rgb: { type: 'off' } } });
+      assert.equal(fleet.status, 200, fleet.text);
+      await eventually(() => (held.get('rgb')?.value.type === 'off' ? true : undefined), 5000, 'the fleet write');
+    } finally {
+      presence.release();
+      await dev.client.endAsync();
+    }
+  } finally {
+    await own.close();
+  }
+});

@@ -37,6 +37,8 @@ export interface HeldDevices {
   size(): number;
   /** The products of the devices connected here. */
   products(): number[];
+  /** The devices of a product connected here. */
+  heldIn(productId: number): string[];
   /** Sends a command to a device connected here; rejects `device_offline` when it is not. */
   send(deviceId: string, command: Extract<DeviceCommand, { kind: 'config' }>, timeoutMs: number): Promise<DeviceAnswer>;
 }
@@ -173,6 +175,14 @@ export function createNodeDelivery(deps: {
     try {
       const fleetOnline = await deps.devices.fleetDevices(productId, { onlineOnly: true });
       const online = fleetOnline.filter((d) => deps.here.holds(d.id));
+      // A device's connect is stored in the background after its CONNACK (presence batches): one
+      // that connected a moment ago may still read offline. This node's connections say it holds it.
+      const listed = new Set(online.map((d) => d.id));
+      for (const id of deps.here.heldIn(productId)) {
+        if (listed.has(id)) continue;
+        const d = await deps.devices.fleetDevice(id);
+        if (d && d.productId === productId) online.push(d);
+      }
       if (online.length === 0) return;
       // Other nodes hold the rest of the fleet: what only this node's devices hold is read.
       const held = await deps.state.heldByProduct(productId, online.length < fleetOnline.length ? online.map((d) => d.id) : undefined);
