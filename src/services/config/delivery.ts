@@ -178,11 +178,8 @@ export function createNodeDelivery(deps: {
       // A device's connect is stored in the background after its CONNACK (presence batches): one
       // that connected a moment ago may still read offline. This node's connections say it holds it.
       const listed = new Set(online.map((d) => d.id));
-      for (const id of deps.here.heldIn(productId)) {
-        if (listed.has(id)) continue;
-        const d = await deps.devices.fleetDevice(id);
-        if (d && d.productId === productId) online.push(d);
-      }
+      const unlisted = deps.here.heldIn(productId).filter((id) => !listed.has(id));
+      if (unlisted.length > 0) online.push(...await deps.devices.fleetDevices(productId, { onlineOnly: false, ids: unlisted }));
       if (online.length === 0) return;
       // Other nodes hold the rest of the fleet: what only this node's devices hold is read.
       const held = await deps.state.heldByProduct(productId, online.length < fleetOnline.length ? online.map((d) => d.id) : undefined);
