@@ -20,3 +20,5 @@ export type EmbeddedReply = { id: number; ok: true; value: unknown } | { id: num
 
 /** Something the thread did on its own that went wrong (maintenance); the store goes on. */
 export interface EmbeddedWarning { warning: string }
+/** The thread's compiled PostgreSQL, sent once, for the threads started after it (embedded.ts). */
+export interface EmbeddedCompiled { compiled: WebAssembly.Module }

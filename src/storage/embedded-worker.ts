@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
-import type { EmbeddedError, EmbeddedReply, EmbeddedRequest, EmbeddedWarning } from './embedded-protocol.js';
+import type { EmbeddedCompiled, EmbeddedError, EmbeddedReply, EmbeddedRequest, EmbeddedWarning } from './embedded-protocol.js';
 import { readResult, scriptMessage, startsParsed, withoutParse, type StatementResult } from './wire.js';
 
 /**
@@ -19,7 +19,7 @@ const { dataDir, template, compiled } = workerData as { dataDir?: string; templa
  * (embedded.ts keeps it), else here, and handed to the main thread for the next.
  */
 const pgliteWasmModule = compiled ?? await WebAssembly.compile(readFileSync(new URL('./pglite.wasm', import.meta.resolve('@electric-sql/pglite'))));
-if (!compiled) port.postMessage({ compiled: pgliteWasmModule });
+if (!compiled) port.postMessage({ compiled: pgliteWasmModule } satisfies EmbeddedCompiled);
 /** A fresh store starts from the template's tarball when there is one: no initdb, no migrations. */
 const db = new PGlite({ dataDir, pgliteWasmModule, ...(template === undefined ? {} : { loadDataDir: new Blob([readFileSync(template)]) }) });
 

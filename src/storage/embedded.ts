@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { abortedTransaction, commitEffects, type Db, type Queryable, type QueryOptions } from './db.js';
-import type { EmbeddedReply, EmbeddedRequest, EmbeddedWarning } from './embedded-protocol.js';
+import type { EmbeddedCompiled, EmbeddedReply, EmbeddedRequest, EmbeddedWarning } from './embedded-protocol.js';
 import { statementName } from './statements.js';
 import { readResult, scriptMessage, statementMessage } from './wire.js';
 import { isStoreUnavailable, storeUnavailable } from './unavailable.js';
@@ -75,7 +75,7 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
       : new Worker(file, { workerData });
     // The thread keeps the process alive only while a request waits on it, as a socket would.
     thread.unref();
-    thread.on('message', (reply: EmbeddedReply | EmbeddedWarning | { compiled: WebAssembly.Module }) => {
+    thread.on('message', (reply: EmbeddedReply | EmbeddedWarning | EmbeddedCompiled) => {
       if ('compiled' in reply) return void (compiled = reply.compiled);
       if ('warning' in reply) return process.emitWarning(reply.warning);
       const waiting = pending.get(reply.id);
