@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { raw } from './helpers/http.js';
 import { spawnSkyport } from './helpers/cli.js';
 import { eventually } from './helpers/eventually.js';
 import { totpNow } from '../src/domain/totp.js';
+import { loadMigrations } from '../src/storage/migrate.js';
 
 test('data survive a restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'skyport-restart-'));
@@ -52,11 +53,11 @@ processTest('the server process: user create with sign-up closed, migrate, start
     assert.equal(await create.exit, 0, create.err());
     assert.match(create.out(), /created user/);
     // `server migrate` on the store user create made: nothing left to apply, and it says where it is.
-    const newest = readdirSync(new URL('../migrations/', import.meta.url)).filter((f) => f.endsWith('.sql')).sort().at(-1) ?? '';
-    const [, version, name] = /^0*(\d+)_(.+)\.sql$/.exec(newest) ?? [];
+    const newest = loadMigrations().at(-1);
+    assert.ok(newest);
     const migrate = run(['server', 'migrate', '--data-dir', dir], {});
     assert.equal(await migrate.exit, 0, migrate.err());
-    assert.equal(migrate.out(), `storage is at schema version ${version} (${name})\n`);
+    assert.equal(migrate.out(), `storage is at schema version ${newest.version} (${newest.name})\n`);
 
     const port = await freePort();
     const mqttPort = await freePort();
