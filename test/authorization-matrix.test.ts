@@ -15,9 +15,9 @@ import { CREDENTIALS, MATRIX, matrixOf, renderMatrix, routeKey, type CredentialI
 
 /*
  * Walks every route of the API with every kind of credential (test/authorization-matrix.table.ts
- * holds the expected answers and docs/security.md shows them). Routes whose allowed requests
- * change what other cells rely on (deletions, revocations, MFA changes) get fixtures of their
- * own per cell; the other routes share one fixture.
+ * holds the expected answers and docs/security.md shows them). A cell of a route whose allowed
+ * requests change what other cells rely on (deletions, revocations, MFA changes) gets a fixture
+ * of its own unless the guard is expected to refuse it (ownFixture); the other cells share one.
  */
 
 const clock = manualClock();
@@ -220,6 +220,7 @@ async function buildFixture(): Promise<Fixture> {
 
 /** Fixtures made together, then the clock moved on so that their expires_in=60 tokens are dead. */
 async function buildFixtures(n: number): Promise<Fixture[]> {
+  if (n === 0) return [];
   const out = await Promise.all(Array.from({ length: n }, () => buildFixture()));
   clock.advance(61_000);
   return out;
@@ -511,6 +512,31 @@ test('docs/security.md shows the matrix as `npm run docs:matrix` writes it', () 
   assert.equal(matrixOf(doc), renderMatrix(), 'docs/security.md is out of date: run npm run docs:matrix');
 });
 
+/**
+ * Destructive routes whose request builder changes the fixture before the request is sent
+ * (enrols MFA, sets a signing key, pauses the rollout): every cell of theirs, refused or not,
+ * gets a fixture of its own.
+ */
+const PREPARES = new Set([
+  'POST /v1/user/mfa-enable',
+  'PUT /v1/user/mfa-disable',
+  'DELETE /v1/products/{productIdOrSlug}/firmware/signing-key',
+  'POST /v1/products/{productIdOrSlug}/firmware/rollouts/{id}/resume',
+]);
+
+/**
+ * Whether a cell needs a fixture of its own: one of a destructive route that may act (it is
+ * expected to succeed, or to answer 404 or 409 after the guard let it through), or whose
+ * request builder changes the fixture. A cell the guard refuses (400, 401, 403) changes nothing
+ * and shares the fixture; should the guard wrongly let it through, that cell fails, and later
+ * cells of the shared fixture may fail with it.
+ */
+function ownFixture(rule: RouteRule, cred: CredentialId): boolean {
+  if (!rule.destructive) return false;
+  const want = rule.expect[cred];
+  return PREPARES.has(routeKey(rule)) || !(want === 400 || want === 401 || want === 403);
+}
+
 test('every route × credential answers as the matrix says', async (t) => {
   shared = (await buildFixtures(1))[0] as Fixture;
   // The shared device is connected, so that allowed calls, reads and pings reach it.
@@ -518,9 +544,10 @@ test('every route × credential answers as the matrix says', async (t) => {
   t.after(() => dev.end(true));
   for (const rule of MATRIX) {
     await t.test(routeKey(rule), async () => {
-      const fixtures = rule.destructive ? await buildFixtures(CREDENTIALS.length) : CREDENTIALS.map(() => shared);
-      // Cells of a shared fixture change nothing others rely on, and cells of a destructive
-      // route each have their own: either way they are independent and may run together.
+      const own = await buildFixtures(CREDENTIALS.filter((c) => ownFixture(rule, c.id)).length);
+      const fixtures = CREDENTIALS.map((c) => (ownFixture(rule, c.id) ? own.shift() : shared));
+      // Cells of a shared fixture change nothing others rely on, and cells that may change
+      // something each have their own: either way they are independent and may run together.
       const problems = await Promise.all(CREDENTIALS.map(async (c, i) => {
         const fx = fixtures[i] as Fixture;
         return judge(rule, fx, c.id, await fire(rule, fx, c.id));
