@@ -124,9 +124,30 @@ export class FailureLimiter {
   }
 }
 
-/** The stored names: digests, kept apart by kind (a key and an address never share one). */
-const keyId = (key: string) => `key-${sha256(key)}`;
-const sourceId = (source: string) => `source-${sha256(source)}`;
+/**
+ * The stored names: digests, kept apart by kind (a key and an address never share one). A
+ * request names its key and its address two or three times (check, then succeed or fail), and
+ * the same few come again and again (a back-end's client, a fleet's gateways): each name is
+ * remembered rather than digested anew, which was about half of the limiter's CPU per token
+ * (docs/benchmarks.md). The memory is emptied when it reaches NAMES_KEPT, as a flood of new
+ * addresses would fill it.
+ */
+const NAMES_KEPT = 10_000;
+const keyNames = new Map<string, string>();
+const sourceNames = new Map<string, string>();
+
+function named(names: Map<string, string>, prefix: string, value: string): string {
+  let id = names.get(value);
+  if (id === undefined) {
+    if (names.size >= NAMES_KEPT) names.clear();
+    id = `${prefix}-${sha256(value)}`;
+    names.set(value, id);
+  }
+  return id;
+}
+
+const keyId = (key: string) => named(keyNames, 'key', key);
+const sourceId = (source: string) => named(sourceNames, 'source', source);
 
 async function read<V>(table: SharedTable, id: string): Promise<{ value: V | null; revision: number } | null> {
   const entry = await table.get(id);
