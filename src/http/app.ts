@@ -13,7 +13,6 @@ import type { ProductService } from '../services/products.service.js';
 import type { CustomerService } from '../services/customers.service.js';
 import type { Devices } from '../services/devices/index.js';
 import type { ClaimService } from '../services/claims.service.js';
-import multipart from '@fastify/multipart';
 import { deviceRoutes, productDeviceRoutes } from './routes/devices.routes.js';
 import { deviceCallRoutes, productDeviceCallRoutes } from './routes/device-calls.routes.js';
 import { eventRoutes, eventStreams, productEventRoutes } from './routes/events.routes.js';
@@ -123,8 +122,6 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   });
   await allowListedOrigins(app, deps.settings.corsOrigins);
   await app.register(formbody, { bodyLimit: deps.settings.bodyLimitBytes });
-  // Multipart only carries the device-id file of a fleet import: one small file.
-  await app.register(multipart, { limits: { files: 1, fileSize: 1024 * 1024, fields: 10, parts: 12 } });
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',

@@ -14,6 +14,7 @@ import { accountOf } from '../../services/audit-account.js';
 import type { Firmware } from '../../services/firmware/index.js';
 import { productOf } from '../product-scope.js';
 import { Flag, NoContent, Str, bodyOptional, errorResponses } from '../schemas.js';
+import { multipartRoutes } from '../multipart.js';
 
 const DeviceRef = Type.Ref('Device');
 const P = Type.Object({ productIdOrSlug: Str(100) });
@@ -194,29 +195,31 @@ export function productDeviceRoutes(scope: FastifyInstance, deps: { devices: Dev
   });
 
   // Import by {id}, {ids:[...]} or a multipart `file` of ids (particle-cli always sends the file).
-  scope.post<{ Body: { id?: string; ids?: string[] } | undefined }>('/devices', {
-    preHandler: teamOnly,
-    schema: {
-      tags: ['product devices'],
-      summary: 'Add devices to the product: {id}, {ids:[...]}, or a multipart file of ids, one per line',
-      params: P,
-      consumes: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
-      // The JSON body, by its content type: a form's or a multipart file's is read by the handler.
-      body: { content: { 'application/json': { schema: Type.Object({ id: Type.Optional(Type.String()), ids: Type.Optional(Type.Array(Type.String())), access_token: Type.Optional(Str(200)) }) } } },
-      response: { 200: ImportResultSchema, ...errorResponses(400, 401, 403, 413) },
-    },
-  }, async (req) => {
-    let ids: string[];
-    if (req.isMultipart()) {
-      ids = parseIdList(await multipartFileText(req));
-    } else {
-      const body = (req.body ?? {}) as Record<string, unknown>;
-      if (typeof body.id === 'string' && body.ids === undefined) ids = [body.id];
-      else if (Array.isArray(body.ids) && body.id === undefined && body.ids.every((x) => typeof x === 'string')) ids = parseIdList((body.ids as string[]).join('\n'));
-      else throw new DomainError('invalid_request', 'Send {id: "..."}, {ids: ["...", ...]} or a multipart file');
-    }
-    if (ids.length === 0) throw new DomainError('invalid_request', 'No device ids given');
-    return devices.membership.importToProduct(productOf(req), ids, authOf(req), req.ip);
+  multipartRoutes(scope, (s) => {
+    s.post<{ Body: { id?: string; ids?: string[] } | undefined }>('/devices', {
+      preHandler: teamOnly,
+      schema: {
+        tags: ['product devices'],
+        summary: 'Add devices to the product: {id}, {ids:[...]}, or a multipart file of ids, one per line',
+        params: P,
+        consumes: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
+        // The JSON body, by its content type: a form's or a multipart file's is read by the handler.
+        body: { content: { 'application/json': { schema: Type.Object({ id: Type.Optional(Type.String()), ids: Type.Optional(Type.Array(Type.String())), access_token: Type.Optional(Str(200)) }) } } },
+        response: { 200: ImportResultSchema, ...errorResponses(400, 401, 403, 413) },
+      },
+    }, async (req) => {
+      let ids: string[];
+      if (req.isMultipart()) {
+        ids = parseIdList(await multipartFileText(req));
+      } else {
+        const body = (req.body ?? {}) as Record<string, unknown>;
+        if (typeof body.id === 'string' && body.ids === undefined) ids = [body.id];
+        else if (Array.isArray(body.ids) && body.id === undefined && body.ids.every((x) => typeof x === 'string')) ids = parseIdList((body.ids as string[]).join('\n'));
+        else throw new DomainError('invalid_request', 'Send {id: "..."}, {ids: ["...", ...]} or a multipart file');
+      }
+      if (ids.length === 0) throw new DomainError('invalid_request', 'No device ids given');
+      return devices.membership.importToProduct(productOf(req), ids, authOf(req), req.ip);
+    });
   });
 
   scope.post<{ Body: { quantity: number } }>('/device_identities', {

@@ -12,6 +12,7 @@ import { NoContent, errorResponses } from '../schemas.js';
 import {
   EditBody, FirmwareRef, ImpactAnswer, ImpactQuery, P, PV, ReleaseAnswer, ReleaseBody, SigningKey, SigningKeyBody, UpdateProgress,
 } from './firmware.schemas.js';
+import { multipartRoutes } from '../multipart.js';
 
 /** Who makes a change, for the audit log. */
 export const actorOf = (req: FastifyRequest): Actor => ({ account: accountOf(authOf(req).subject), ip: req.ip });
@@ -65,16 +66,18 @@ export function firmwareRoutes(scope: FastifyInstance, deps: { firmware: Firmwar
     schema: { tags, summary: "The product's firmware versions, newest first (a bare array, as Particle answers)", params: P, response: { 200: Type.Array(FirmwareRef), ...errorResponses(400, 401, 403) } },
   }, async (req) => images.list(productOf(req)));
 
-  scope.post('/firmware', {
-    preHandler: teamOnly,
-    schema: {
-      tags,
-      summary: 'Upload a version: multipart, the binary as `file` (or `binary`), `version`, `title`, `description`, and `signature` when the product has a signing key. The module suffix must name this product and version, its CRC-32 must hold',
-      params: P,
-      consumes: ['multipart/form-data'],
-      response: { 201: FirmwareRef, ...errorResponses(400, 401, 403, 409, 413, 415) },
-    },
-  }, async (req, reply) => reply.code(201).send(await images.upload(productOf(req), await readUpload(req, images.maxBytes), actorOf(req))));
+  multipartRoutes(scope, (s) => {
+    s.post('/firmware', {
+      preHandler: teamOnly,
+      schema: {
+        tags,
+        summary: 'Upload a version: multipart, the binary as `file` (or `binary`), `version`, `title`, `description`, and `signature` when the product has a signing key. The module suffix must name this product and version, its CRC-32 must hold',
+        params: P,
+        consumes: ['multipart/form-data'],
+        response: { 201: FirmwareRef, ...errorResponses(400, 401, 403, 409, 413, 415) },
+      },
+    }, async (req, reply) => reply.code(201).send(await images.upload(productOf(req), await readUpload(req, images.maxBytes), actorOf(req))));
+  });
 
   scope.put<{ Body: Record<string, unknown> }>('/firmware/release', {
     preHandler: teamOnly,
