@@ -128,19 +128,12 @@ export function createAccountService(deps: {
 
     async profile(userId: string): Promise<UserProfile> {
       const u = await mustGet(userId);
-      return {
-        username: u.username,
-        subscription_ids: [],
-        account_info: u.accountInfo,
-        scim_provisioned: false,
-        no_password: false,
-        mfa: { enabled: u.mfaSecret !== null },
-        tos: null,
-        memberships: [],
-        wifi_device_count: 0,
-        cellular_device_count: 0,
-        created_at: u.createdAt.toISOString(),
-      };
+      let made = profiles.get(u);
+      if (!made) {
+        made = profileOf(u);
+        profiles.set(u, made);
+      }
+      return made;
     },
 
     /**
@@ -203,3 +196,26 @@ function taken(username: string): DomainError {
 }
 
 export type AccountService = ReturnType<typeof createAccountService>;
+
+/**
+ * GET /v1/user's answer for an account record. Records are served from memory and replaced on
+ * every write, so an answer is kept per record (`profiles`, weakly) and built once: a read then
+ * costs no new object and no date formatting (`toISOString` was 1-3 µs of a read's 64).
+ */
+const profiles = new WeakMap<UserRecord, UserProfile>();
+
+function profileOf(u: UserRecord): UserProfile {
+  return {
+    username: u.username,
+    subscription_ids: [],
+    account_info: u.accountInfo,
+    scim_provisioned: false,
+    no_password: false,
+    mfa: { enabled: u.mfaSecret !== null },
+    tos: null,
+    memberships: [],
+    wifi_device_count: 0,
+    cellular_device_count: 0,
+    created_at: u.createdAt.toISOString(),
+  };
+}
