@@ -33,6 +33,12 @@ export interface EmbeddedOptions {
   onThread?: (thread: Worker) => void;
   /** The first wait before a thread that died is started again; it doubles up to 5 s (default 250 ms). */
   restartMs?: number;
+  /**
+   * PostgreSQL's `shared_buffers` (default its own, 128MB). PostgreSQL sets its buffers up at
+   * every start, which is about a fifth of opening a store from a template: the tests' stores,
+   * opened by the hundred and holding little, start with 16MB (test/helpers/server.ts).
+   */
+  sharedBuffers?: string;
 }
 
 export interface EmbeddedDb extends Db {
@@ -69,7 +75,7 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
    * crash; an in-memory store has nothing to start again from, and stays unavailable.
    */
   function start(template: string | undefined): Worker {
-    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, template, compiled };
+    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, template, compiled, sharedBuffers: options.sharedBuffers };
     const thread = fromSource
       ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData })
       : new Worker(file, { workerData });
