@@ -121,7 +121,7 @@ test(`${STORE}: a crash between two statements of a transaction leaves neither (
 // The tests' embedded stores start with a small buffer pool (helpers/server.ts, embedded.ts
 // sharedBuffers); PostgreSQL's default stays for every other store.
 test(`${STORE}: an embedded store takes the shared_buffers it is opened with, else PostgreSQL's 128MB`, { skip: STORE !== 'embedded' }, async () => {
-  assert.deepEqual(await db.query('SHOW shared_buffers'), [{ shared_buffers: '16MB' }]);
+  assert.deepEqual(await db.query('SHOW shared_buffers'), [{ shared_buffers: '64MB' }]);
   const { openEmbedded } = await import('../src/storage/embedded.js');
   const plain = await openEmbedded(undefined, process.env.TEST_EMBEDDED_TEMPLATE ? { template: process.env.TEST_EMBEDDED_TEMPLATE } : {});
   try {

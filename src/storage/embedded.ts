@@ -35,8 +35,9 @@ export interface EmbeddedOptions {
   restartMs?: number;
   /**
    * PostgreSQL's `shared_buffers` (default its own, 128MB). PostgreSQL sets its buffers up at
-   * every start, which is about a fifth of opening a store from a template: the tests' stores,
-   * opened by the hundred and holding little, start with 16MB (test/helpers/server.ts).
+   * every start, about a sixth of opening a store from a template: the tests' stores, opened by
+   * the hundred and holding little, start with 64MB (test/helpers/server.ts; 16MB opened as
+   * fast but made the busiest test file slower, its pages evicted and read again).
    */
   sharedBuffers?: string;
 }
