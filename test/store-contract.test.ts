@@ -117,16 +117,3 @@ test(`${STORE}: a crash between two statements of a transaction leaves neither (
   await assert.rejects(faulty.query('INSERT INTO t VALUES (2)'), /simulated crash/);
   assert.deepEqual(await faulty.query('SELECT id FROM t'), [{ id: 1 }]);
 });
-
-// The tests' embedded stores start with a small buffer pool (helpers/server.ts, embedded.ts
-// sharedBuffers); PostgreSQL's default stays for every other store.
-test(`${STORE}: an embedded store takes the shared_buffers it is opened with, else PostgreSQL's 128MB`, { skip: STORE !== 'embedded' }, async () => {
-  assert.deepEqual(await db.query('SHOW shared_buffers'), [{ shared_buffers: '64MB' }]);
-  const { openEmbedded } = await import('../src/storage/embedded.js');
-  const plain = await openEmbedded(undefined, process.env.TEST_EMBEDDED_TEMPLATE ? { template: process.env.TEST_EMBEDDED_TEMPLATE } : {});
-  try {
-    assert.deepEqual(await plain.query('SHOW shared_buffers'), [{ shared_buffers: '128MB' }]);
-  } finally {
-    await plain.close();
-  }
-});

@@ -13,7 +13,7 @@ import { readResult, scriptMessage, startsParsed, withoutParse, type StatementRe
 const port = parentPort;
 if (!port) throw new Error('embedded-worker.ts runs as a worker thread of embedded.ts');
 
-const { dataDir, template, compiled, sharedBuffers } = workerData as { dataDir?: string; template?: string; compiled?: WebAssembly.Module; sharedBuffers?: string };
+const { dataDir, template, compiled } = workerData as { dataDir?: string; template?: string; compiled?: WebAssembly.Module };
 /**
  * PostgreSQL's WebAssembly, compiled: by an earlier thread of this process when there was one
  * (embedded.ts keeps it), else here, and handed to the main thread for the next.
@@ -21,13 +21,7 @@ const { dataDir, template, compiled, sharedBuffers } = workerData as { dataDir?:
 const pgliteWasmModule = compiled ?? await WebAssembly.compile(readFileSync(new URL('./pglite.wasm', import.meta.resolve('@electric-sql/pglite'))));
 if (!compiled) port.postMessage({ compiled: pgliteWasmModule } satisfies EmbeddedCompiled);
 /** A fresh store starts from the template's tarball when there is one: no initdb, no migrations. */
-const db = new PGlite({
-  dataDir,
-  pgliteWasmModule,
-  ...(template === undefined ? {} : { loadDataDir: new Blob([readFileSync(template)]) }),
-  // PGlite's own start parameters, and the store's shared_buffers when it names one (embedded.ts).
-  ...(sharedBuffers === undefined ? {} : { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`] }),
-});
+const db = new PGlite({ dataDir, pgliteWasmModule, ...(template === undefined ? {} : { loadDataDir: new Blob([readFileSync(template)]) }) });
 
 /** Hands protocol messages to PostgreSQL; its answer, copied out of WebAssembly memory. */
 async function send(message: Uint8Array): Promise<Uint8Array> {

@@ -33,13 +33,6 @@ export interface EmbeddedOptions {
   onThread?: (thread: Worker) => void;
   /** The first wait before a thread that died is started again; it doubles up to 5 s (default 250 ms). */
   restartMs?: number;
-  /**
-   * PostgreSQL's `shared_buffers` (default its own, 128MB). PostgreSQL sets its buffers up at
-   * every start, about a sixth of opening a store from a template: the tests' stores, opened by
-   * the hundred and holding little, start with 64MB (test/helpers/server.ts; 16MB opened as
-   * fast but made the busiest test file slower, its pages evicted and read again).
-   */
-  sharedBuffers?: string;
 }
 
 export interface EmbeddedDb extends Db {
@@ -76,7 +69,7 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
    * crash; an in-memory store has nothing to start again from, and stays unavailable.
    */
   function start(template: string | undefined): Worker {
-    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, template, compiled, sharedBuffers: options.sharedBuffers };
+    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, template, compiled };
     const thread = fromSource
       ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData })
       : new Worker(file, { workerData });

@@ -52,9 +52,7 @@ export async function freshStore(options: { dataDir?: string } = {}): Promise<Te
   const fresh = () => options.dataDir === undefined || !existsSync(join(options.dataDir, 'pg', 'PG_VERSION'));
   return {
     settings: options.dataDir ? { DATA_DIR: options.dataDir } : {},
-    // 64MB of shared buffers rather than PostgreSQL's 128MB: a test's store holds little, and a
-    // smaller pool is set up faster at each start (embedded.ts, sharedBuffers).
-    open: () => openEmbedded(options.dataDir, { sharedBuffers: '64MB', ...(template && fresh() ? { template } : {}) }),
+    open: () => openEmbedded(options.dataDir, template && fresh() ? { template } : {}),
     drop: async () => undefined,
   };
 }
