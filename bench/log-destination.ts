@@ -10,21 +10,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino, { type DestinationStream } from 'pino';
 import { logDestination } from '../src/http/logging.js';
+import { median, numberOption } from './rounds.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : Number(process.argv[i + 1]);
-};
-const LINES = arg('lines', 200_000);
-const ROUNDS = arg('rounds', 5);
+const LINES = numberOption('lines', 200_000);
+const ROUNDS = numberOption('rounds', 5);
 const PER_TURN = 32;
 
 type Way = 'text blocks (baseline)' | 'logDestination';
 const WAYS: Way[] = ['text blocks (baseline)', 'logDestination'];
 const dir = mkdtempSync(join(tmpdir(), 'skyport-log-bench-'));
 
-function destination(way: Way, fd: number): DestinationStream & { flushSync(): void } {
-  if (way === 'logDestination') return logDestination(fd) as DestinationStream & { flushSync(): void };
+type Flushable = DestinationStream & { flush(cb: (err?: Error) => void): void };
+
+function destination(way: Way, fd: number): Flushable {
+  if (way === 'logDestination') return logDestination(fd) as Flushable;
   return pino.destination({ dest: fd, minLength: 4096, periodicFlush: 1000, sync: false });
 }
 
@@ -40,14 +39,14 @@ async function round(way: Way): Promise<{ cpuUs: number; wallUs: number }> {
     }
     await new Promise((resolve) => setImmediate(resolve));
   }
-  stream.flushSync();
+  // Everything written before the descriptor closes: no write may be left on its way.
+  await new Promise<void>((resolve, reject) => stream.flush((err) => (err ? reject(err) : resolve())));
   const used = process.cpuUsage(cpu);
   const wall = performance.now() - started;
   closeSync(fd);
   return { cpuUs: (used.user + used.system) / LINES, wallUs: (wall * 1000) / LINES };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const results = new Map<Way, { cpuUs: number; wallUs: number }[]>(WAYS.map((w) => [w, []]));
 try {
   for (let r = 0; r < ROUNDS; r++) {

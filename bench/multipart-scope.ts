@@ -10,13 +10,10 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { median, numberOption } from './rounds.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : Number(process.argv[i + 1]);
-};
-const SECONDS = arg('seconds', 5);
-const ROUNDS = arg('rounds', 5);
+const SECONDS = numberOption('seconds', 5);
+const ROUNDS = numberOption('rounds', 5);
 
 type Way = 'no multipart (baseline)' | 'multipart for the whole app';
 const server = fileURLToPath(new URL('./fastify-server.mjs', import.meta.url));
@@ -44,6 +41,5 @@ try {
 } finally {
   for (const { child } of servers.values()) child.kill();
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 console.log(`${ROUNDS} rounds of ${SECONDS} s each; medians:\n| server | req/s | server µs CPU/request |\n|---|---:|---:|`);
 for (const [way, rs] of results) console.log(`| ${way} | ${Math.round(median(rs.map((x) => x.rate)))} | ${median(rs.map((x) => x.us)).toFixed(1)} |`);

@@ -9,13 +9,10 @@ import { fork } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
+import { median, numberOption } from './rounds.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : Number(process.argv[i + 1]);
-};
-const REQUESTS = arg('requests', 20_000);
-const ROUNDS = arg('rounds', 5);
+const REQUESTS = numberOption('requests', 20_000);
+const ROUNDS = numberOption('rounds', 5);
 const AT_ONCE = 32;
 
 type Way = 'none' | 'AbortSignal.timeout' | 'emitter and timer';
@@ -58,7 +55,6 @@ async function measure(way: Way): Promise<{ rate: number; cpuUs: number }> {
   return { rate: REQUESTS / ((performance.now() - started) / 1000), cpuUs: (used.user + used.system) / REQUESTS };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 try {
   await measure('none'); // warm-up: connections open, code compiled
   const runs = new Map<Way, Array<{ rate: number; cpuUs: number }>>(WAYS.map((w) => [w, []]));
