@@ -7,9 +7,9 @@
 // requests/s and the server's CPU per request (from /proc), medians of the rounds.
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { cpuSeconds } from './harness.js';
 import { median, numberOption } from './rounds.js';
 
 const SECONDS = numberOption('seconds', 5);
@@ -23,8 +23,12 @@ for (const [way, flag] of [['no multipart (baseline)', 'none'], ['multipart for 
   const [{ port }] = (await once(child, 'message')) as [{ port: number }];
   servers.set(way, { child, url: `http://127.0.0.1:${port}/v1/user` });
 }
-/** The process's CPU time in ms (utime + stime, from /proc; clock ticks of 10 ms). */
-const cpuMs = (pid: number) => { const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' '); return (Number(f[11]) + Number(f[12])) * 10; };
+/** A server's CPU seconds so far (/proc, bench/harness.ts); a reading that fails ends the run. */
+function cpu(child: ChildProcess): number {
+  const seconds = cpuSeconds(child.pid);
+  if (seconds === null) throw new Error(`cannot read the CPU time of process ${child.pid}`);
+  return seconds;
+}
 const results = new Map<Way, { rate: number; us: number }[]>([...servers.keys()].map((w) => [w, []]));
 try {
   for (let r = 0; r < ROUNDS; r++) {
@@ -32,10 +36,10 @@ try {
     for (const way of r % 2 === 0 ? order : order.reverse()) {
       const { child, url } = servers.get(way)!;
       await autocannon({ url, connections: 32, duration: 1 });
-      const before = cpuMs(child.pid!);
+      const before = cpu(child);
       const out = await autocannon({ url, connections: 32, duration: SECONDS });
-      const used = cpuMs(child.pid!) - before;
-      results.get(way)!.push({ rate: out.requests.total / SECONDS, us: (used * 1000) / out.requests.total });
+      const used = cpu(child) - before;
+      results.get(way)!.push({ rate: out.requests.total / SECONDS, us: (used * 1e6) / out.requests.total });
     }
   }
 } finally {
