@@ -544,8 +544,10 @@ test('every route × credential answers as the matrix says', async (t) => {
   t.after(() => dev.end(true));
   for (const rule of MATRIX) {
     await t.test(routeKey(rule), async () => {
-      const own = await buildFixtures(CREDENTIALS.filter((c) => ownFixture(rule, c.id)).length);
-      const fixtures = CREDENTIALS.map((c) => (ownFixture(rule, c.id) ? own.shift() : shared));
+      const mine = CREDENTIALS.map((c) => ownFixture(rule, c.id));
+      const own = await buildFixtures(mine.filter(Boolean).length);
+      let next = 0;
+      const fixtures = mine.map((m) => (m ? own[next++] : shared));
       // Cells of a shared fixture change nothing others rely on, and cells that may change
       // something each have their own: either way they are independent and may run together.
       const problems = await Promise.all(CREDENTIALS.map(async (c, i) => {
