@@ -11,7 +11,8 @@ import multipart from '@fastify/multipart';
  */
 export function multipartRoutes(app: FastifyInstance, routes: (scope: FastifyInstance) => void): void {
   void app.register(async (scope) => {
-    // Each route passes its own limits where it reads the parts (a firmware binary is larger).
+    // The fleet import reads its one small file with these; the firmware upload passes limits of
+    // its own where it reads the parts (a binary is larger).
     await scope.register(multipart, { limits: { files: 1, fileSize: 1024 * 1024, fields: 10, parts: 12 } });
     routes(scope);
   });
