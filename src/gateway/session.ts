@@ -1,5 +1,4 @@
 import type { Duplex } from 'node:stream';
-import mqttPacket from 'mqtt-packet';
 import type { Packet } from 'mqtt-packet';
 import type { GatewayContext, SessionDevice } from './context.js';
 import type { PendingCalls } from './calls.js';
@@ -7,6 +6,7 @@ import type { Subscription } from './subscriptions.js';
 import { dispatch } from './handlers/index.js';
 import { publishWill } from './handlers/publish.js';
 import { send } from './outgoing.js';
+import { packetParser } from './packet-parser.js';
 import { wakeWaiters, type Waiter } from './waiters.js';
 
 export type SessionState = 'connecting' | 'authenticating' | 'connected' | 'closed';
@@ -64,7 +64,7 @@ export class Session {
   nextMessageId = 1;
   /** Whether writes are corked until setImmediate (outgoing.ts). */
   corked = false;
-  readonly parser = mqttPacket.parser();
+  readonly parser = packetParser();
 
   constructor(readonly ctx: GatewayContext, readonly stream: Duplex, readonly ip: string) {
     this.openedAt = this.lastSeen = ctx.clock.nowMs();
