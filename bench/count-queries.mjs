@@ -4,8 +4,9 @@
 // through the inspector: globalThis.__benchQueries.take().
 // Each statement's time from call to answer is summed too (`ms`): on the embedded store that includes
 // waiting for PGlite's one connection, on PostgreSQL the network and the server.
-// Both drivers are patched at their lowest shared entry: PGlite's query() and the queries of its
-// transactions, and pg's Client.prototype.query (a pool's query goes through it).
+// Both drivers are patched at their lowest entry Skyport uses: PGlite's execProtocolRawStream()
+// (the embedded store's thread, which speaks the wire protocol; query() and transactions too),
+// and pg's Client.prototype.query (a pool's query goes through it).
 import { BroadcastChannel, isMainThread } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
@@ -38,6 +39,57 @@ const transaction = PGlite.prototype.transaction;
 PGlite.prototype.transaction = function (work) {
   count('(embedded transaction: BEGIN … COMMIT)', 0);
   return transaction.call(this, (tx) => work({ ...tx, query: counted(tx.query) }));
+};
+
+// The embedded store's thread hands PostgreSQL protocol messages it did not build
+// (src/storage/wire.ts): a statement is a Parse (name, text) then Bind, Execute, Sync, or,
+// for a named statement already parsed, the same without its Parse. The text is read from the
+// Parse, or from the Parse seen earlier for that name; the rows are the answer's DataRows.
+const cstring = (buf, at) => {
+  const end = buf.indexOf(0, at);
+  return [buf.toString('utf8', at, end), end + 1];
+};
+const named = new Map();
+function statementOf(message) {
+  const buf = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+  const type = String.fromCharCode(buf[0]);
+  if (type === 'Q') return cstring(buf, 5)[0];
+  if (type === 'P') {
+    const [name, at] = cstring(buf, 5);
+    const [text] = cstring(buf, at);
+    if (name) named.set(name, text);
+    return text;
+  }
+  if (type === 'B') {
+    const [, at] = cstring(buf, 5);
+    return named.get(cstring(buf, at)[0]) ?? '(a named statement parsed before counting began)';
+  }
+  return `(protocol message ${type})`;
+}
+/** DataRow messages in an answer, read whole once it is complete (its chunks split messages anywhere). */
+function dataRows(chunks) {
+  const all = Buffer.concat(chunks);
+  let rows = 0;
+  for (let at = 0; at + 5 <= all.length; at += 1 + all.readInt32BE(at + 1)) {
+    if (all[at] === 0x44) rows += 1; // 'D'
+  }
+  return rows;
+}
+const rawStream = PGlite.prototype.execProtocolRawStream;
+PGlite.prototype.execProtocolRawStream = async function (message, options = {}) {
+  const started = performance.now();
+  const chunks = [];
+  const onRawData = options.onRawData;
+  const result = await rawStream.call(this, message, {
+    ...options,
+    onRawData: (bytes) => {
+      chunks.push(Buffer.from(bytes));
+      onRawData?.(bytes);
+    },
+  });
+  const ms = performance.now() - started;
+  count(statementOf(message), dataRows(chunks), ms);
+  return result;
 };
 
 const clientQuery = pg.Client.prototype.query;
