@@ -4,8 +4,10 @@ import type { Parser } from 'mqtt-packet';
 
 const require = createRequire(import.meta.url);
 // Neither is exported by its package's entry point; both packages let their files be required.
-const BufferList = require('bl/BufferList.js') as new () => unknown;
-const Packet = require('mqtt-packet/packet.js') as new () => unknown;
+// `bl` is mqtt-packet's dependency, not Skyport's: it is found from mqtt-packet, as mqtt-packet finds it.
+const fromMqttPacket = createRequire(require.resolve('mqtt-packet'));
+const BufferList = fromMqttPacket('bl/BufferList.js') as new () => unknown;
+const Packet = fromMqttPacket('./packet.js') as new () => unknown;
 
 /** mqtt-packet's parser class, which the package hands out only through `parser()`. */
 const MqttParser = Object.getPrototypeOf(mqttPacket.parser()).constructor as new () => Parser & { parser(opts?: object): Parser };

@@ -80,3 +80,14 @@ test('bytes of a packet not yet whole are held, and counted, until the rest arri
   assert.equal(got.length, 1);
   assert.equal((got[0] as { payload: Buffer }).payload.length, 10_000);
 });
+
+test('what it holds between packets is a plain buffer list, not a stream, from the start and after an error', () => {
+  const parser = packetParser();
+  const list = () => (parser as unknown as { _list: object })._list;
+  assert.equal('pipe' in list(), false);
+  assert.equal('pipe' in (mqttPacket.parser() as unknown as { _list: object })._list, true, 'mqtt-packet\'s own holds a stream');
+  parser.on('error', () => undefined);
+  parser.parse(Buffer.from([0x80, 0x02, 0x00, 0x01]));
+  parser.parse(mqttPacket.generate({ cmd: 'pingreq' }));
+  assert.equal('pipe' in list(), false);
+});
