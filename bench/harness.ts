@@ -228,16 +228,16 @@ export interface Skyport { name: string; url: string; mqttHost: string; mqttPort
 /**
  * `node --import tsx src/cli/run.ts server start --port P --mqtt-port M --host 127.0.0.1` with
  * its log at the shipped level written to a file in its DATA_DIR (a temporary one), the per-address
- * limits off (LIMITS_OFF), and every other setting at its default.
+ * limits off (LIMITS_OFF; `limits: 'default'` keeps them), and every other setting at its default.
  * `openFiles` starts it through `sh -c 'ulimit -n N; exec node …'`; `nodeArgs` adds Node flags
  * (also BENCH_SERVER_NODE_ARGS, e.g. --cpu-prof). `reuse` starts it again on the data of an earlier one.
  * `build` (from buildSkyport, or ROOT for the work tree's own dist/) runs the compiled server
  * instead of the sources through tsx. `databaseUrl` puts it on an existing database (the nodes of
  * a cluster share one); `name` names it in messages.
  */
-export async function startSkyport(store: Store, opts: { adminUrl?: string; openFiles?: number; nodeArgs?: string[]; env?: Record<string, string>; reuse?: Skyport; build?: string; databaseUrl?: string; name?: string } = {}): Promise<Skyport> {
+export async function startSkyport(store: Store, opts: { adminUrl?: string; openFiles?: number; nodeArgs?: string[]; env?: Record<string, string>; limits?: 'off' | 'default'; reuse?: Skyport; build?: string; databaseUrl?: string; name?: string } = {}): Promise<Skyport> {
   // LOG_LEVEL as shipped (info: a line per request), written to a file as an operator keeps it.
-  const env: Record<string, string> = { ...cleanEnv(), ...LIMITS_OFF, ...opts.env };
+  const env: Record<string, string> = { ...cleanEnv(), ...(opts.limits === 'default' ? {} : LIMITS_OFF), ...opts.env };
   let dataDir = opts.reuse?.dataDir;
   if (!dataDir) {
     const dir = mkdtempSync(join(tmpdir(), 'skyport-bench-'));

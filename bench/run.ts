@@ -14,14 +14,14 @@
 // limiter's cost on the read path (limits on, never reached, against off).
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import {
-  DEFAULT_ADMIN_URL, LIMITS_OFF, ROOT, admin, captureOutput, cleanEnv, cpuSeconds, createDatabase, exitedEarly, freePort, gitCommit,
-  onCleanup, percentile, round2, runCleanups, sleep, stopChild, timeout, track, type Store,
+  DEFAULT_ADMIN_URL, LIMITS_OFF, ROOT, admin, captureOutput, cpuSeconds, exitedEarly, gitCommit,
+  onCleanup, percentile, round2, runCleanups, sleep, startSkyport as startBuiltSkyport, stopChild, timeout, track, type Store,
 } from './harness.js';
 
 const CONNECTIONS = 32;
@@ -115,42 +115,14 @@ async function forkServer(name: string, script: string, env: Record<string, stri
 }
 
 /**
- * `node --import tsx src/cli/run.ts server start`, with the real (production) password hashing
- * and the per-address limits off unless `limits` says otherwise (`{}`: the defaults).
+ * The built server as `npm start` runs it (bin/skyport.js's compiled code, dist/ of the work
+ * tree: `npm run bench` builds first), with the real (production) password hashing, sign-up
+ * open for the benchmark's user, and the per-address limits off unless `limits` says otherwise
+ * (`{}`: the defaults).
  * BENCH_SERVER_NODE_ARGS adds Node flags to the server (e.g. --cpu-prof).
  */
-async function startSkyport(store: Store, adminUrl: string, limits: Record<string, string> = LIMITS_OFF): Promise<Running> {
-  // LOG_LEVEL as shipped (info: one line per request), the log written to a file as an operator
-  // keeps it, so that the measured cost of a request includes its log line.
-  const env: Record<string, string> = { ...cleanEnv(), SIGNUP: 'on', ...limits };
-  const dataDir = mkdtempSync(join(tmpdir(), 'skyport-bench-'));
-  onCleanup(() => rmSync(dataDir, { recursive: true, force: true }));
-  const log = openSync(join(dataDir, 'skyport.log'), 'a');
-  onCleanup(() => closeSync(log));
-  env.DATA_DIR = dataDir;
-  if (store === 'postgres') env.DATABASE_URL = await createDatabase(adminUrl, 'skyport_bench');
-
-  const port = await freePort();
-  // The gateway gets a free port too: 1883 is usually taken on a machine that runs a broker.
-  const mqttPort = await freePort();
-  const name = `skyport (${store})`;
-  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = track(spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli/run.ts', 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'], {
-    cwd: ROOT, env, stdio: ['ignore', log, 'pipe'],
-  }));
-  onCleanup(() => stopChild(child, 5000));
-  const output = captureOutput(child);
-  const url = `http://127.0.0.1:${port}`;
-  const healthy = (async () => {
-    for (;;) {
-      try {
-        if ((await fetch(`${url}/healthz`)).ok) return;
-      } catch { /* not listening yet */ }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
-  await Promise.race([healthy, exitedEarly(child, name, output), timeout(60_000, `${name} start`)]);
-  return { name, url, child, output, ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}) };
+function startSkyport(store: Store, adminUrl: string, limits: Record<string, string> = LIMITS_OFF): Promise<Running> {
+  return startBuiltSkyport(store, { adminUrl, limits: 'default', env: { SIGNUP: 'on', ...limits }, build: ROOT });
 }
 
 /** PostgreSQL server processes serving the benchmark database (same machine only). */
