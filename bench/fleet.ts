@@ -4,23 +4,20 @@
 //   npm run build && npx tsx bench/fleet.ts [--store embedded|postgres] [--duration 6] [--sizes 1000,100000]
 //     [--only fleet|list|one]
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
-import { api, flag, killAll, load, startBare, startSkyport, table, type Result } from './lib.js';
+import { api, flag, load, startBare, table, type Result } from './lib.js';
+import { DEFAULT_ADMIN_URL, ROOT, runBenchmark, startSkyport, stopChild, type Store } from './harness.js';
 import { openEmbedded } from '../src/storage/embedded.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import type { Db } from '../src/storage/db.js';
 
 const args = process.argv.slice(2);
-const store = flag(args, 'store', 'embedded');
+const store = flag(args, 'store', 'embedded') as Store;
+if (store !== 'embedded' && store !== 'postgres') throw new Error('--store: embedded or postgres');
 const seconds = Number(flag(args, 'duration', '6'));
 const sizes = flag(args, 'sizes', '1000,100000').split(',').map(Number);
 // --only fleet|list|one runs one scenario (beside the baseline), e.g. to profile it alone.
 const only = flag(args, 'only', '');
 const wanted = (key: string): boolean => !only || only === key;
-const ADMIN = 'postgres://postgres@127.0.0.1:5432/test';
 
 /** Adds devices (and customers, one per 10 devices, each owning one device) straight into storage. */
 async function seed(db: Db, productId: number, from: number, to: number): Promise<void> {
@@ -51,21 +48,11 @@ async function seed(db: Db, productId: number, from: number, to: number): Promis
 
 async function main(): Promise<void> {
   const bare = await startBare();
-  const dir = mkdtempSync(join(tmpdir(), 'skyport-fleet-'));
-  const env: Record<string, string> = { DATA_DIR: dir };
-  let dbName: string | undefined;
-  if (store === 'postgres') {
-    dbName = `skyport_fleet_${Date.now()}`;
-    const c = new pg.Client({ connectionString: ADMIN });
-    await c.connect();
-    await c.query(`CREATE DATABASE ${dbName}`);
-    await c.end();
-    env.DATABASE_URL = ADMIN.replace(/\/test$/, `/${dbName}`);
-  }
-  const openStore = () => (env.DATABASE_URL ? openPostgres(env.DATABASE_URL) : openEmbedded(dir));
+  // Compiled, as npm start runs it (bench:fleet builds first), on a fresh store removed at the end.
+  let sky = await startSkyport(store, { adminUrl: DEFAULT_ADMIN_URL, build: ROOT });
+  const openStore = () => (sky.databaseUrl ? openPostgres(sky.databaseUrl) : openEmbedded(sky.dataDir));
 
   // Account, product, and a two-legged product client, through the API.
-  let sky = await startSkyport(env);
   const username = `fleet-${Date.now()}@example.com`;
   await api(`${sky.url}/v1/users`, { json: { username, password: 'fleet password' } });
   const login = await api<{ access_token: string }>(`${sky.url}/oauth/token`, { form: { grant_type: 'password', username, password: 'fleet password' }, basic: ['particle-api', 'particle-api'] });
@@ -75,12 +62,12 @@ async function main(): Promise<void> {
   const out: string[] = [];
   let seeded = 0;
   for (const size of sizes) {
-    await sky.stop(); // the embedded store has one writer: seed while the server is down
+    await stopChild(sky.child); // the embedded store has one writer: seed while the server is down
     const db = await openStore();
     await seed(db, product.id, seeded, size);
     await db.close();
     seeded = size;
-    sky = await startSkyport(env);
+    sky = await startSkyport(store, { reuse: sky, build: ROOT });
     const productToken = (await api<{ access_token: string }>(`${sky.url}/oauth/token`, { form: { grant_type: 'client_credentials', expires_in: '0' }, basic: [client.id, client.secret] })).access_token;
     const customerEmail = `c${Math.floor(size / 2 / 10) * 10}@fleet.example`;
     const customerToken = (await api<{ access_token: string }>(`${sky.url}/oauth/token`, { form: { grant_type: 'client_credentials', scope: `customer=${customerEmail}`, expires_in: '0' }, basic: [client.id, client.secret] })).access_token;
@@ -96,18 +83,6 @@ async function main(): Promise<void> {
     out.push(`\n### ${size.toLocaleString('en')} devices, ${(size / 10).toLocaleString('en')} customers (store: ${store}, ${seconds} s per scenario)\n\n${table(results, results[0]?.rps ?? 1)}`);
     console.log(out.at(-1));
   }
-  await sky.stop();
-  killAll();
-  rmSync(dir, { recursive: true, force: true });
-  if (dbName) {
-    const c = new pg.Client({ connectionString: ADMIN });
-    await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await c.end();
-  }
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exitCode = 1;
-}).finally(killAll);
+runBenchmark('bench:fleet', 60 * 60, main);

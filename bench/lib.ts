@@ -1,69 +1,17 @@
-// Shared pieces of the benchmarks: free ports, child processes, autocannon runs, the baseline.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Pieces of bench:fleet: the baseline server, autocannon runs and their table (Skyport is started by the harness).
+import { fork } from 'node:child_process';
 import autocannon from 'autocannon';
-import { freePort, LIMITS_OFF } from './harness.js';
+import { track } from './harness.js';
 
-// The API client and free ports are the harness's (bench/harness.ts).
-export { api, freePort } from './harness.js';
-
-const children: ChildProcess[] = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
-
-export function killAll(): void {
-  children.forEach((c) => c.kill('SIGTERM'));
-}
-
-export async function waitFor(url: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(url)).status < 500) return;
-    } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not come up`);
-}
+// The API client is the harness's (bench/harness.ts).
+export { api } from './harness.js';
 
 /** The bare node:http server of bench/bare-server.mjs, in its own process. */
 export async function startBare(): Promise<string> {
-  const bare = fork(new URL('./bare-server.mjs', import.meta.url).pathname);
-  children.push(bare);
+  // Killed with the harness's other children when the run ends.
+  const bare = track(fork(new URL('./bare-server.mjs', import.meta.url).pathname));
   const { port } = await new Promise<{ port: number }>((r) => bare.once('message', (m) => r(m as { port: number })));
   return `http://127.0.0.1:${port}/`;
-}
-
-/** Skyport from the compiled build (npm run build), in its own process, with the per-address limits off. */
-export async function startSkyport(env: Record<string, string>): Promise<{ url: string; mqttUrl: string; pid: number; stop(): Promise<void> }> {
-  const port = await freePort();
-  // 1883 is usually taken on a machine that runs a broker: the gateway gets a free port too.
-  const mqttPort = await freePort();
-  // BENCH_SERVER_NODE_ARGS adds Node flags to the server only (e.g. --cpu-prof to profile it).
-  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  // Its log at the shipped level (info: a line per request), written to a file as an operator keeps it.
-  const logDir = mkdtempSync(join(tmpdir(), 'skyport-bench-log-'));
-  const log = openSync(join(logDir, 'skyport.log'), 'a');
-  const child = spawn(process.execPath, [...nodeArgs, 'bin/skyport.js', 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'], {
-    env: { ...process.env, ...LIMITS_OFF, ...env },
-    stdio: ['ignore', log, 'inherit'],
-  });
-  child.once('exit', () => {
-    closeSync(log);
-    rmSync(logDir, { recursive: true, force: true });
-  });
-  children.push(child);
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(`${url}/healthz`);
-  return {
-    url,
-    mqttUrl: `mqtt://127.0.0.1:${mqttPort}`,
-    pid: child.pid ?? 0,
-    stop: () => new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
-  };
 }
 
 export interface Result { name: string; rps: number; p50: number; p99: number; non2xx: number }
