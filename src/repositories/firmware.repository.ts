@@ -206,6 +206,21 @@ export function createFirmwareRepository(db: Queryable) {
     },
 
     /**
+     * Of `productIds`, those with nothing a device view shows of firmware: no group, no default
+     * release, no rollout that binds its devices (services/firmware/targets.ts keeps the answer).
+     */
+    async withoutViewFacts(productIds: readonly number[]): Promise<number[]> {
+      if (productIds.length === 0) return [];
+      const rows = await db.query<{ id: number | string }>(
+        `SELECT p.id FROM unnest($1::bigint[]) AS p(id)
+         WHERE NOT EXISTS (SELECT 1 FROM device_groups g WHERE g.product_id = p.id)
+           AND NOT EXISTS (SELECT 1 FROM product_firmware f WHERE f.product_id = p.id AND f.product_default)
+           AND NOT EXISTS (SELECT 1 FROM firmware_rollouts r WHERE r.product_id = p.id AND r.binds)`,
+        [productIds], { prepare: true });
+      return rows.map((r) => Number(r.id));
+    },
+
+    /**
      * For device views: the groups of each device (with their releases), the default of each
      * product and the version of the rollout holding each device, in one statement.
      */

@@ -1,10 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Bus } from '../../src/bus/bus.js';
+import { createInProcessBus } from '../../src/bus/in-process.js';
+import type { ListedDevice } from '../../src/repositories/devices.repository.js';
 import type { FirmwareRepository } from '../../src/repositories/firmware.repository.js';
-import { createTargets } from '../../src/services/firmware/targets.js';
+import { createTargets, FIRMWARE_RELEASED } from '../../src/services/firmware/targets.js';
 
-/** The targets a node asks for one device at a time are read together (services/firmware/targets.ts). */
+/**
+ * The targets a node asks for one device at a time are read together, and device views of a
+ * product without groups, releases or rollouts read nothing once that is known
+ * (services/firmware/targets.ts).
+ */
 
 function fakeRepo() {
   const calls: string[][] = [];
@@ -23,7 +28,7 @@ function fakeRepo() {
 
 test('the targets asked for in one turn are read in one go, each caller getting its own device\'s', async () => {
   const { repo, calls } = fakeRepo();
-  const targets = createTargets({ repo, bus: {} as Bus });
+  const targets = createTargets({ repo, bus: createInProcessBus() });
   const ids = ['d1', 'd2', 'x9', 'd3', 'd2'];
   const got = await Promise.all(ids.map((id) => targets.targetFor(id)));
   assert.deepEqual(got.map((t) => t?.version ?? null), [1, 2, null, 3, 2]);
@@ -32,4 +37,90 @@ test('the targets asked for in one turn are read in one go, each caller getting 
   // A later call is read afresh: nothing is cached between turns.
   assert.equal((await targets.targetFor('d4'))?.version, 4);
   assert.deepEqual(calls.at(-1), ['d4']);
+});
+
+/** A store of two products: 7 has no groups, releases or rollouts; 8 has a default release (version 5) and a group. */
+function viewRepo() {
+  const asked: { bare: number[][]; facts: string[][] } = { bare: [], facts: [] };
+  const withFacts = new Set([8]);
+  let answering: Promise<void> = Promise.resolve();
+  const repo = {
+    async withoutViewFacts(productIds: readonly number[]) {
+      asked.bare.push([...productIds]);
+      await answering;
+      return productIds.filter((p) => !withFacts.has(p));
+    },
+    async viewFacts(deviceIds: readonly string[], productIds: readonly number[]) {
+      asked.facts.push([...deviceIds]);
+      return {
+        groups: new Map(deviceIds.filter((id) => id.startsWith('g')).map((id) => [id, [{ name: 'field', version: null }]])),
+        defaults: new Map(productIds.filter((p) => p === 8).map((p) => [p, 5])),
+        rollouts: new Map<string, number>(),
+      };
+    },
+  };
+  return { repo: repo as unknown as FirmwareRepository, asked, withFacts, hold: (p: Promise<void>) => { answering = p; } };
+}
+
+const device = (id: string, productId: number | null, locked: number | null = null) => ({ id, productId, development: false, desiredFirmwareVersion: locked }) as ListedDevice;
+
+test('device views of a product without groups, releases or rollouts read nothing once that is known; a locked device still shows its version', async () => {
+  const { repo, asked } = viewRepo();
+  const targets = createTargets({ repo, bus: createInProcessBus() });
+  const page = [device('a1', 7), device('a2', 7, 3), device('u1', null)];
+  const first = await targets.describe(page);
+  assert.deepEqual(Object.fromEntries(first), { a1: { groups: [], target: null }, a2: { groups: [], target: 3 } });
+  assert.deepEqual(asked, { bare: [[7]], facts: [] });
+  assert.deepEqual(await targets.describe(page), first);
+  assert.deepEqual(asked, { bare: [[7]], facts: [] }, 'the second view asks the store nothing');
+});
+
+test('a product with firmware facts is read at every view, and a mixed page asks only for the devices of that product', async () => {
+  const { repo, asked } = viewRepo();
+  const targets = createTargets({ repo, bus: createInProcessBus() });
+  const page = [device('a1', 7), device('g1', 8), device('b1', 8)];
+  for (let i = 0; i < 2; i += 1) {
+    assert.deepEqual(Object.fromEntries(await targets.describe(page)), {
+      a1: { groups: [], target: null }, g1: { groups: ['field'], target: 5 }, b1: { groups: [], target: 5 },
+    });
+  }
+  assert.deepEqual(asked, { bare: [[7, 8]], facts: [['g1', 'b1'], ['g1', 'b1']] });
+});
+
+test('a notice of the product, from any node, or a group made here, makes the next view read again', async () => {
+  const { repo, asked, withFacts } = viewRepo();
+  const bus = createInProcessBus();
+  const targets = createTargets({ repo, bus });
+  const page = [device('g1', 7)];
+  await targets.describe(page);
+  // Another node released a version as the product default: its notice reaches this one.
+  withFacts.add(7);
+  bus.notify(FIRMWARE_RELEASED, { productId: 7, deviceIds: null, immediate: false, cause: 'release' });
+  assert.deepEqual(Object.fromEntries(await targets.describe(page)), { g1: { groups: ['field'], target: null } });
+  assert.deepEqual(asked, { bare: [[7], [7]], facts: [['g1']] });
+  // Notices of another product change nothing here.
+  bus.notify(FIRMWARE_RELEASED, { productId: 9, deviceIds: null, immediate: false, cause: 'release' });
+  await targets.describe(page);
+  assert.deepEqual(asked.bare, [[7], [7]]);
+  // A group made on this node.
+  withFacts.delete(7);
+  targets.groupMade(7);
+  await targets.describe(page);
+  assert.deepEqual(asked.bare, [[7], [7], [7]]);
+});
+
+test('what was read before a notice is not kept after it', async () => {
+  const { repo, asked, hold } = viewRepo();
+  const bus = createInProcessBus();
+  const targets = createTargets({ repo, bus });
+  let answer: () => void = () => undefined;
+  hold(new Promise<void>((resolve) => { answer = resolve; }));
+  const reading = targets.describe([device('a1', 7)]);
+  // A group is made while the store's answer (read before it) is on its way.
+  bus.notify(FIRMWARE_RELEASED, { productId: 7, deviceIds: [], immediate: false, cause: 'groups' });
+  answer();
+  await reading;
+  hold(Promise.resolve());
+  await targets.describe([device('a1', 7)]);
+  assert.deepEqual(asked.bare, [[7], [7]], 'the answer that crossed the notice was used once, not kept');
 });

@@ -71,6 +71,7 @@ export function createGroups(deps: { db: Db; repo: DeviceGroupsRepository; firmw
       };
       const made = await repo.create(product.id, g, clock.now());
       if (!made) throw new DomainError('conflict', `The product has a group "${g.name}" already`);
+      deps.targets.groupMade(product.id);
       await audit(actor, 'group.created', { product_id: product.id, group: g.name });
       return groupView(made);
     },
@@ -106,6 +107,7 @@ export function createGroups(deps: { db: Db; repo: DeviceGroupsRepository; firmw
       return deps.db.transaction(async (tx) => {
         if ((await repo.productDevices(product.id, [d.id], tx)).length === 0) throw new DomainError('not_found', 'Device not found for this product');
         const { groups, created } = await repo.ensure(product.id, names, clock.now(), tx);
+        if (created.length > 0) tx.afterCommit(() => deps.targets.groupMade(product.id));
         const before = await repo.groupIdsOf(d.id, tx);
         await repo.setDeviceGroups(d.id, groups.map((g) => g.id), tx);
         await audit(actor, 'device.groups_changed', { product_id: product.id, device_id: d.id, groups: names, ...(created.length ? { created } : {}) }, tx);
@@ -139,6 +141,7 @@ export function createGroups(deps: { db: Db; repo: DeviceGroupsRepository; firmw
         const outside = wanted.filter((id) => !found.has(id));
         if (outside.length > 0) throw new DomainError('invalid_request', `Not devices of this product: ${outside.slice(0, 20).join(', ')}${outside.length > 20 ? ` and ${outside.length - 20} more` : ''}`, { details: { invalid_device_ids: outside } });
         const { groups, created } = await repo.ensure(product.id, add, clock.now(), tx);
+        if (created.length > 0) tx.afterCommit(() => deps.targets.groupMade(product.id));
         const removed = await repo.findMany(product.id, remove, tx);
         await repo.addMembers(wanted, groups.map((g) => g.id), tx);
         await repo.removeMembers(wanted, removed.map((g) => g.id), tx);

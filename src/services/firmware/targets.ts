@@ -45,6 +45,46 @@ export interface FirmwareTarget {
 export function createTargets(deps: { repo: FirmwareRepository; bus: Bus }) {
   const { repo } = deps;
 
+  /**
+   * Whether each product is known to have nothing a device view shows of firmware (true: no
+   * group, no default release, no rollout that binds), so that the views of its devices need no
+   * statement: a device's view read its firmware facts from the store every time, which made
+   * `GET /v1/devices/:id` three times dearer (docs/benchmarks.md, "Product fleets"). A product is
+   * forgotten, on every node, at each notice that may change targets, and when a group is made
+   * (`groupMade`); the node that sends a notice forgets it before the notice leaves. `changes`
+   * counts those notices, so that an answer read before one is not kept after it.
+   */
+  const bare = new Map<number, boolean>();
+  let changes = 0;
+  const forget = (productId: number): void => {
+    bare.delete(productId);
+    changes += 1;
+  };
+  deps.bus.listen(FIRMWARE_RELEASED, (payload) => {
+    const productId = (payload as Partial<FirmwareReleased>).productId;
+    if (Number.isInteger(productId)) forget(productId as number);
+  });
+
+  /** Tells every node (this one included) once the change has committed; many devices in notices of at most NOTICE_DEVICES. */
+  function notify(notice: FirmwareReleased): void {
+    forget(notice.productId);
+    const ids = notice.deviceIds;
+    if (ids === null || ids.length <= NOTICE_DEVICES) return deps.bus.notify(FIRMWARE_RELEASED, notice);
+    for (let i = 0; i < ids.length; i += NOTICE_DEVICES) deps.bus.notify(FIRMWARE_RELEASED, { ...notice, deviceIds: ids.slice(i, i + NOTICE_DEVICES) });
+  }
+
+  /** Which of the products have nothing a device view shows of firmware; read once per product and kept. */
+  async function withoutFacts(productIds: readonly number[]): Promise<Set<number>> {
+    const unknown = productIds.filter((p) => !bare.has(p));
+    if (unknown.length > 0) {
+      const before = changes;
+      const found = new Set(await repo.withoutViewFacts(unknown));
+      if (changes === before) for (const p of unknown) bare.set(p, found.has(p));
+      return new Set(productIds.filter((p) => found.has(p) || bare.get(p) === true));
+    }
+    return new Set(productIds.filter((p) => bare.get(p) === true));
+  }
+
   /** Many devices' targets in two statements (a reconnect storm's devices, grouped by the caller). */
   async function targetsFor(deviceIds: readonly string[]): Promise<Map<string, FirmwareTarget | null>> {
     const facts = await repo.targetingFacts(deviceIds.map((id) => id.toLowerCase()));
@@ -86,21 +126,31 @@ export function createTargets(deps: { repo: FirmwareRepository; bus: Bus }) {
       return image;
     },
 
-    /** Tells every node (this one included) once the change has committed; many devices in notices of at most NOTICE_DEVICES. */
-    notify(notice: FirmwareReleased): void {
-      const ids = notice.deviceIds;
-      if (ids === null || ids.length <= NOTICE_DEVICES) return deps.bus.notify(FIRMWARE_RELEASED, notice);
-      for (let i = 0; i < ids.length; i += NOTICE_DEVICES) deps.bus.notify(FIRMWARE_RELEASED, { ...notice, deviceIds: ids.slice(i, i + NOTICE_DEVICES) });
+    notify,
+
+    /**
+     * A group was made: device views of the product may show groups from now on. Every node
+     * forgets what it knew of the product (a notice naming no device changes no target).
+     */
+    groupMade(productId: number): void {
+      notify({ productId, deviceIds: [], immediate: false, cause: 'groups' });
     },
 
     /**
      * What device views show of firmware: each device's groups and the version it is targeted
-     * with, for a page of devices in one statement.
+     * with, for a page of devices in one statement, or none when their products have no groups,
+     * releases or rollouts.
      */
     async describe(devices: readonly ListedDevice[]): Promise<Map<string, { groups: string[]; target: number | null }>> {
       const inProducts = devices.filter((d) => d.productId !== null);
       if (inProducts.length === 0) return new Map();
-      const facts = await repo.viewFacts(inProducts.map((d) => d.id), [...new Set(inProducts.map((d) => d.productId as number))]);
+      const productIds = [...new Set(inProducts.map((d) => d.productId as number))];
+      const none = await withoutFacts(productIds);
+      const asked = inProducts.filter((d) => !none.has(d.productId as number));
+      // A device of a product without groups, releases or rollouts can still be locked to a version (its own row says so).
+      const facts = asked.length === 0
+        ? { groups: new Map<string, Array<{ name: string; version: number | null }>>(), defaults: new Map<number, number>(), rollouts: new Map<string, number>() }
+        : await repo.viewFacts(asked.map((d) => d.id), productIds.filter((p) => !none.has(p)));
       return new Map(inProducts.map((d) => {
         const groups = facts.groups.get(d.id) ?? [];
         const target = targetOf({
