@@ -205,6 +205,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const firmware = createFirmware({
     db, repo: createFirmwareRepository(db), groups: createDeviceGroupsRepository(db), rollouts: createFirmwareRolloutsRepository(db), bus, clock, audit, log, edits: deviceEdits,
     maxBytes: settings.firmwareMaxBytes, userNames: userName, publish,
+    views: settings.tokenCacheSeconds > 0 ? caches.cache<boolean>('firmware-views', settings.tokenCacheSeconds * 1000) : undefined,
   });
   const config = createConfiguration({
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),

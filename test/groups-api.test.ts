@@ -140,3 +140,34 @@ test('a group change tells the node holding the devices, at once when they now g
   await eventually(() => notices.filter((n) => n.deviceIds?.includes(d!.id)).length === 2 ? true : undefined);
   assert.equal((await ok(call('GET', `${t.base}/devices/${d!.id}`, t.token))).json.targeted_firmware_release_version, null, 'its group gone, nothing is released to it');
 });
+
+test('a device\'s view shows new groups and a new target at once, though its product was viewed while it had none', async () => {
+  const t = await team();
+  const [a, b] = await Promise.all([1, 2].map(() => provision(server.url, t.token, t.product.id)));
+  const view = async (id: string) => (await ok(call('GET', `${t.base}/devices/${id}`, t.token))).json as { groups: string[]; targeted_firmware_release_version: number | null };
+  // Viewed with no group, release or rollout in the product: this node remembers that (services/firmware/targets.ts).
+  assert.deepEqual([(await view(a!.id)).groups, (await view(a!.id)).targeted_firmware_release_version], [[], null]);
+  // A group created by a device change.
+  await ok(call('PUT', `${t.base}/devices/${a!.id}`, t.token, { groups: ['field'] }));
+  assert.deepEqual((await view(a!.id)).groups, ['field']);
+
+  const other = await team();
+  const [c] = await Promise.all([provision(server.url, other.token, other.product.id)]);
+  const otherView = async () => (await ok(call('GET', `${other.base}/devices/${c!.id}`, other.token))).json as { groups: string[]; targeted_firmware_release_version: number | null };
+  assert.deepEqual((await otherView()).groups, []);
+  // A group made through the groups API, then a device added to it.
+  await ok(call('POST', `${other.base}/groups`, other.token, { name: 'lab' }), 201);
+  await ok(call('PUT', `${other.base}/devices`, other.token, { action: 'groups', devices: [c!.id], metadata: { add: ['lab'] } }));
+  assert.deepEqual((await otherView()).groups, ['lab']);
+
+  // A version released as the product default, in a product that had nothing of firmware.
+  const third = await team();
+  const [d] = await Promise.all([provision(server.url, third.token, third.product.id)]);
+  const thirdView = async () => (await ok(call('GET', `${third.base}/devices/${d!.id}`, third.token))).json as { targeted_firmware_release_version: number | null };
+  assert.equal((await thirdView()).targeted_firmware_release_version, null);
+  await uploaded(server.url, third.token, third.product.id, 2);
+  assert.equal((await thirdView()).targeted_firmware_release_version, null, 'uploaded, not released');
+  await ok(call('PUT', `${third.base}/firmware/release`, third.token, { version: 2 }));
+  assert.equal((await thirdView()).targeted_firmware_release_version, 2);
+  assert.deepEqual((await view(b!.id)).groups, []);
+});

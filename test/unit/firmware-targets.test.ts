@@ -1,9 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createInProcessBus } from '../../src/bus/in-process.js';
+import { createCacheHub, localCaches } from '../../src/platform/cache-hub.js';
+import { manualClock } from '../../src/platform/clock.js';
 import type { ListedDevice } from '../../src/repositories/devices.repository.js';
 import type { FirmwareRepository } from '../../src/repositories/firmware.repository.js';
-import { createTargets, FIRMWARE_RELEASED } from '../../src/services/firmware/targets.js';
+import { createTargets } from '../../src/services/firmware/targets.js';
 
 /**
  * The targets a node asks for one device at a time are read together, and device views of a
@@ -63,10 +65,11 @@ function viewRepo() {
 }
 
 const device = (id: string, productId: number | null, locked: number | null = null) => ({ id, productId, development: false, desiredFirmwareVersion: locked }) as ListedDevice;
+const views = () => localCaches(manualClock()).cache<boolean>('firmware-views', 30_000);
 
 test('device views of a product without groups, releases or rollouts read nothing once that is known; a locked device still shows its version', async () => {
   const { repo, asked } = viewRepo();
-  const targets = createTargets({ repo, bus: createInProcessBus() });
+  const targets = createTargets({ repo, bus: createInProcessBus(), views: views() });
   const page = [device('a1', 7), device('a2', 7, 3), device('u1', null)];
   const first = await targets.describe(page);
   assert.deepEqual(Object.fromEntries(first), { a1: { groups: [], target: null }, a2: { groups: [], target: 3 } });
@@ -77,50 +80,65 @@ test('device views of a product without groups, releases or rollouts read nothin
 
 test('a product with firmware facts is read at every view, and a mixed page asks only for the devices of that product', async () => {
   const { repo, asked } = viewRepo();
-  const targets = createTargets({ repo, bus: createInProcessBus() });
+  const targets = createTargets({ repo, bus: createInProcessBus(), views: views() });
   const page = [device('a1', 7), device('g1', 8), device('b1', 8)];
   for (let i = 0; i < 2; i += 1) {
     assert.deepEqual(Object.fromEntries(await targets.describe(page)), {
       a1: { groups: [], target: null }, g1: { groups: ['field'], target: 5 }, b1: { groups: [], target: 5 },
     });
   }
-  assert.deepEqual(asked, { bare: [[7, 8]], facts: [['g1', 'b1'], ['g1', 'b1']] });
+  assert.deepEqual(asked, { bare: [[7], [8]], facts: [['g1', 'b1'], ['g1', 'b1']] });
 });
 
-test('a notice of the product, from any node, or a group made here, makes the next view read again', async () => {
+test('without a cache (TOKEN_CACHE_SECONDS=0) every view reads its facts, as before', async () => {
+  const { repo, asked } = viewRepo();
+  const targets = createTargets({ repo, bus: createInProcessBus() });
+  await targets.describe([device('a1', 7)]);
+  await targets.describe([device('a1', 7)]);
+  assert.deepEqual(asked, { bare: [], facts: [['a1'], ['a1']] });
+});
+
+test('a release or a group made on one node makes the next view read again on every node', async () => {
   const { repo, asked, withFacts } = viewRepo();
+  const clock = manualClock();
   const bus = createInProcessBus();
-  const targets = createTargets({ repo, bus });
+  const hubs = [createCacheHub({ ...bus, nodeId: 'a' }, clock), createCacheHub({ ...bus, nodeId: 'b' }, clock)];
+  const [a, b] = hubs.map((hub) => createTargets({ repo, bus, views: hub.cache<boolean>('firmware-views', 30_000) }));
   const page = [device('g1', 7)];
-  await targets.describe(page);
-  // Another node released a version as the product default: its notice reaches this one.
+  await b?.describe(page);
+  assert.equal(asked.bare.length, 1);
+  // Node a releases a version as the product default; its hub tells b at the next turn.
   withFacts.add(7);
-  bus.notify(FIRMWARE_RELEASED, { productId: 7, deviceIds: null, immediate: false, cause: 'release' });
-  assert.deepEqual(Object.fromEntries(await targets.describe(page)), { g1: { groups: ['field'], target: null } });
-  assert.deepEqual(asked, { bare: [[7], [7]], facts: [['g1']] });
-  // Notices of another product change nothing here.
-  bus.notify(FIRMWARE_RELEASED, { productId: 9, deviceIds: null, immediate: false, cause: 'release' });
-  await targets.describe(page);
-  assert.deepEqual(asked.bare, [[7], [7]]);
-  // A group made on this node.
+  a?.notify({ productId: 7, deviceIds: null, immediate: false, cause: 'release' });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(Object.fromEntries(await (b as NonNullable<typeof b>).describe(page)), { g1: { groups: ['field'], target: null } });
+  assert.equal(asked.bare.length, 2);
+  // A notice of another product changes nothing there.
+  a?.notify({ productId: 9, deviceIds: null, immediate: false, cause: 'release' });
+  await new Promise((resolve) => setImmediate(resolve));
+  await b?.describe(page);
+  assert.equal(asked.bare.length, 2);
+  // A group made on node a.
   withFacts.delete(7);
-  targets.groupMade(7);
-  await targets.describe(page);
-  assert.deepEqual(asked.bare, [[7], [7], [7]]);
+  await b?.describe(page);
+  a?.groupMade(7);
+  await new Promise((resolve) => setImmediate(resolve));
+  await b?.describe(page);
+  assert.equal(asked.bare.length, 3);
+  for (const hub of hubs) hub.close();
 });
 
-test('what was read before a notice is not kept after it', async () => {
+test('what was read across a change is not kept', async () => {
   const { repo, asked, hold } = viewRepo();
-  const bus = createInProcessBus();
-  const targets = createTargets({ repo, bus });
+  const targets = createTargets({ repo, bus: createInProcessBus(), views: views() });
   let answer: () => void = () => undefined;
   hold(new Promise<void>((resolve) => { answer = resolve; }));
   const reading = targets.describe([device('a1', 7)]);
   // A group is made while the store's answer (read before it) is on its way.
-  bus.notify(FIRMWARE_RELEASED, { productId: 7, deviceIds: [], immediate: false, cause: 'groups' });
+  targets.groupMade(7);
   answer();
   await reading;
   hold(Promise.resolve());
   await targets.describe([device('a1', 7)]);
-  assert.deepEqual(asked.bare, [[7], [7]], 'the answer that crossed the notice was used once, not kept');
+  assert.deepEqual(asked.bare, [[7], [7]], 'the answer that crossed the change was used once, not kept');
 });

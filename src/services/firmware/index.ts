@@ -14,6 +14,7 @@ import { createReleases } from './releases.js';
 import { createRollouts } from './rollouts/index.js';
 import type { Publish } from './shared.js';
 import { createTargets } from './targets.js';
+import type { TtlCache } from '../../platform/ttl-cache.js';
 
 export { FIRMWARE_RELEASED, type FirmwareReleased, type FirmwareTarget } from './targets.js';
 export type { Actor } from './shared.js';
@@ -38,9 +39,11 @@ export function createFirmware(deps: {
   edits: DeviceEdits;
   /** FIRMWARE_MAX_BYTES: the largest image an upload takes. */
   maxBytes: number;
+  /** Which products have nothing a device view shows of firmware (targets.ts); none: views read it every time. */
+  views?: TtlCache<boolean> | undefined;
 }) {
   const { db, repo, clock, audit, publish } = deps;
-  const targets = createTargets({ repo, bus: deps.bus });
+  const targets = createTargets({ repo, bus: deps.bus, views: deps.views });
   const images = createImages({ db, repo, clock, audit, publish, userNames: deps.userNames, maxBytes: deps.maxBytes });
   const groups = createGroups({ db, repo: deps.groups, firmware: repo, targets, clock, audit });
   const rollouts = createRollouts({ db, repo: deps.rollouts, firmware: repo, groups: deps.groups, targets, clock, audit, publish, log: deps.log });

@@ -3,6 +3,7 @@ import { DomainError } from '../../domain/errors.js';
 import { targetOf, targetVersion } from '../../domain/firmware.js';
 import type { ListedDevice } from '../../repositories/devices.repository.js';
 import type { FirmwareRepository } from '../../repositories/firmware.repository.js';
+import type { TtlCache } from '../../platform/ttl-cache.js';
 import { createBatcher } from '../../storage/batcher.js';
 
 /**
@@ -42,28 +43,28 @@ export interface FirmwareTarget {
   rolloutId?: number | null;
 }
 
-export function createTargets(deps: { repo: FirmwareRepository; bus: Bus }) {
+export function createTargets(deps: { repo: FirmwareRepository; bus: Bus; views?: TtlCache<boolean> | undefined }) {
   const { repo } = deps;
 
   /**
-   * Whether each product is known to have nothing a device view shows of firmware (true: no
-   * group, no default release, no rollout that binds), so that the views of its devices need no
-   * statement: a device's view read its firmware facts from the store every time, which made
-   * `GET /v1/devices/:id` three times dearer (docs/benchmarks.md, "Product fleets"). A product is
-   * forgotten, on every node, at each notice that may change targets, and when a group is made
-   * (`groupMade`); the node that sends a notice forgets it before the notice leaves. `changes`
-   * counts those notices, so that an answer read before one is not kept after it.
+   * Whether each product has nothing a device view shows of firmware (true: no group, no default
+   * release, no rollout that binds), so that the views of its devices need no statement: a
+   * device's view read its firmware facts from the store every time, which made
+   * `GET /v1/devices/:id` three times dearer (docs/benchmarks.md, "Product fleets"). A cache of
+   * the hub (docs/architecture.md, "Caches in a cluster"): a change that may give a product's
+   * devices groups or a target drops the product's entry here and on every node (`notify`,
+   * `groupMade`), and an answer read across such a drop is not kept. Without a cache (its time
+   * 0), views read their facts as before.
    */
-  const bare = new Map<number, boolean>();
-  let changes = 0;
-  const forget = (productId: number): void => {
-    bare.delete(productId);
-    changes += 1;
-  };
-  deps.bus.listen(FIRMWARE_RELEASED, (payload) => {
-    const productId = (payload as Partial<FirmwareReleased>).productId;
-    if (Number.isInteger(productId)) forget(productId as number);
-  });
+  const views = deps.views;
+  const forget = (productId: number): void => views?.delete(String(productId));
+
+  /** Which of the products have nothing a device view shows of firmware, each read once and kept. */
+  async function withoutFacts(productIds: readonly number[]): Promise<Set<number>> {
+    if (!views) return new Set();
+    const none = await Promise.all(productIds.map((p) => views.load(String(p), async () => (await repo.withoutViewFacts([p])).includes(p))));
+    return new Set(productIds.filter((_, i) => none[i] === true));
+  }
 
   /** Tells every node (this one included) once the change has committed; many devices in notices of at most NOTICE_DEVICES. */
   function notify(notice: FirmwareReleased): void {
@@ -71,18 +72,6 @@ export function createTargets(deps: { repo: FirmwareRepository; bus: Bus }) {
     const ids = notice.deviceIds;
     if (ids === null || ids.length <= NOTICE_DEVICES) return deps.bus.notify(FIRMWARE_RELEASED, notice);
     for (let i = 0; i < ids.length; i += NOTICE_DEVICES) deps.bus.notify(FIRMWARE_RELEASED, { ...notice, deviceIds: ids.slice(i, i + NOTICE_DEVICES) });
-  }
-
-  /** Which of the products have nothing a device view shows of firmware; read once per product and kept. */
-  async function withoutFacts(productIds: readonly number[]): Promise<Set<number>> {
-    const unknown = productIds.filter((p) => !bare.has(p));
-    if (unknown.length > 0) {
-      const before = changes;
-      const found = new Set(await repo.withoutViewFacts(unknown));
-      if (changes === before) for (const p of unknown) bare.set(p, found.has(p));
-      return new Set(productIds.filter((p) => found.has(p) || bare.get(p) === true));
-    }
-    return new Set(productIds.filter((p) => bare.get(p) === true));
   }
 
   /** Many devices' targets in two statements (a reconnect storm's devices, grouped by the caller). */
@@ -128,13 +117,8 @@ export function createTargets(deps: { repo: FirmwareRepository; bus: Bus }) {
 
     notify,
 
-    /**
-     * A group was made: device views of the product may show groups from now on. Every node
-     * forgets what it knew of the product (a notice naming no device changes no target).
-     */
-    groupMade(productId: number): void {
-      notify({ productId, deviceIds: [], immediate: false, cause: 'groups' });
-    },
+    /** A group was made (once committed): device views of the product may show groups from now on, on every node. */
+    groupMade: forget,
 
     /**
      * What device views show of firmware: each device's groups and the version it is targeted
