@@ -62,7 +62,10 @@ export function createTargets(deps: { repo: FirmwareRepository; bus: Bus; views?
   /** Which of the products have nothing a device view shows of firmware, each read once and kept. */
   async function withoutFacts(productIds: readonly number[]): Promise<Set<number>> {
     if (!views) return new Set();
-    const none = await Promise.all(productIds.map((p) => views.load(String(p), async () => (await repo.withoutViewFacts([p])).includes(p))));
+    const known = productIds.map((p) => views.get(String(p)));
+    const none = known.includes(undefined)
+      ? await Promise.all(productIds.map((p, i) => known[i] ?? views.load(String(p), async () => (await repo.withoutViewFacts([p])).includes(p))))
+      : known;
     return new Set(productIds.filter((_, i) => none[i] === true));
   }
 
