@@ -4,19 +4,19 @@
 //   npm run build && npx tsx bench/fleet.ts [--store embedded|postgres] [--duration 6] [--sizes 1000,100000]
 //     [--only fleet|list|one]
 import { randomBytes, randomUUID } from 'node:crypto';
-import { api, flag, load, startBare, table, type Result } from './lib.js';
-import { DEFAULT_ADMIN_URL, ROOT, runBenchmark, startSkyport, stopChild, type Store } from './harness.js';
+import { load, startBare, table, type Result } from './lib.js';
+import { DEFAULT_ADMIN_URL, ROOT, api, option, runBenchmark, startSkyport, stopChild, type Store } from './harness.js';
 import { openEmbedded } from '../src/storage/embedded.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import type { Db } from '../src/storage/db.js';
 
 const args = process.argv.slice(2);
-const store = flag(args, 'store', 'embedded') as Store;
+const store = (option(args, 'store') ?? 'embedded') as Store;
 if (store !== 'embedded' && store !== 'postgres') throw new Error('--store: embedded or postgres');
-const seconds = Number(flag(args, 'duration', '6'));
-const sizes = flag(args, 'sizes', '1000,100000').split(',').map(Number);
+const seconds = Number(option(args, 'duration') ?? '6');
+const sizes = (option(args, 'sizes') ?? '1000,100000').split(',').map(Number);
 // --only fleet|list|one runs one scenario (beside the baseline), e.g. to profile it alone.
-const only = flag(args, 'only', '');
+const only = option(args, 'only') ?? '';
 const wanted = (key: string): boolean => !only || only === key;
 
 /** Adds devices (and customers, one per 10 devices, each owning one device) straight into storage. */

@@ -1,10 +1,7 @@
-// Pieces of bench:fleet: the baseline server, autocannon runs and their table (Skyport is started by the harness).
+// Pieces of bench:fleet: the baseline server, autocannon runs and their table (the rest is the harness's).
 import { fork } from 'node:child_process';
 import autocannon from 'autocannon';
 import { track } from './harness.js';
-
-// The API client is the harness's (bench/harness.ts).
-export { api } from './harness.js';
 
 /** The bare node:http server of bench/bare-server.mjs, in its own process. */
 export async function startBare(): Promise<string> {
@@ -29,8 +26,4 @@ export function table(results: Result[], baseline: number): string {
     ...results.map((r) => `| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${(r.rps / baseline).toFixed(2)} |`)].join('\n');
 }
 
-export function flag(args: string[], name: string, dflt: string): string {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? (args[i + 1] as string) : dflt;
-}
 
