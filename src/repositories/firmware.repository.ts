@@ -206,18 +206,16 @@ export function createFirmwareRepository(db: Queryable) {
     },
 
     /**
-     * Of `productIds`, those with nothing a device view shows of firmware: no group, no default
+     * Whether the product has nothing a device view shows of firmware: no group, no default
      * release, no rollout that binds its devices (services/firmware/targets.ts keeps the answer).
      */
-    async withoutViewFacts(productIds: readonly number[]): Promise<number[]> {
-      if (productIds.length === 0) return [];
-      const rows = await db.query<{ id: number | string }>(
-        `SELECT p.id FROM unnest($1::bigint[]) AS p(id)
-         WHERE NOT EXISTS (SELECT 1 FROM device_groups g WHERE g.product_id = p.id)
-           AND NOT EXISTS (SELECT 1 FROM product_firmware f WHERE f.product_id = p.id AND f.product_default)
-           AND NOT EXISTS (SELECT 1 FROM firmware_rollouts r WHERE r.product_id = p.id AND r.binds)`,
-        [productIds], { prepare: true });
-      return rows.map((r) => Number(r.id));
+    async withoutViewFacts(productId: number): Promise<boolean> {
+      const rows = await db.query<{ none: boolean }>(
+        `SELECT NOT EXISTS (SELECT 1 FROM device_groups g WHERE g.product_id = $1)
+           AND NOT EXISTS (SELECT 1 FROM product_firmware f WHERE f.product_id = $1 AND f.product_default)
+           AND NOT EXISTS (SELECT 1 FROM firmware_rollouts r WHERE r.product_id = $1 AND r.binds) AS none`,
+        [productId], { prepare: true });
+      return rows[0]?.none === true;
     },
 
     /**

@@ -43,14 +43,14 @@ test('the targets asked for in one turn are read in one go, each caller getting 
 
 /** A store of two products: 7 has no groups, releases or rollouts; 8 has a default release (version 5) and a group. */
 function viewRepo() {
-  const asked: { bare: number[][]; facts: string[][] } = { bare: [], facts: [] };
+  const asked: { bare: number[]; facts: string[][] } = { bare: [], facts: [] };
   const withFacts = new Set([8]);
   let answering: Promise<void> = Promise.resolve();
   const repo = {
-    async withoutViewFacts(productIds: readonly number[]) {
-      asked.bare.push([...productIds]);
+    async withoutViewFacts(productId: number) {
+      asked.bare.push(productId);
       await answering;
-      return productIds.filter((p) => !withFacts.has(p));
+      return !withFacts.has(productId);
     },
     async viewFacts(deviceIds: readonly string[], productIds: readonly number[]) {
       asked.facts.push([...deviceIds]);
@@ -73,9 +73,9 @@ test('device views of a product without groups, releases or rollouts read nothin
   const page = [device('a1', 7), device('a2', 7, 3), device('u1', null)];
   const first = await targets.describe(page);
   assert.deepEqual(Object.fromEntries(first), { a1: { groups: [], target: null }, a2: { groups: [], target: 3 } });
-  assert.deepEqual(asked, { bare: [[7]], facts: [] });
+  assert.deepEqual(asked, { bare: [7], facts: [] });
   assert.deepEqual(await targets.describe(page), first);
-  assert.deepEqual(asked, { bare: [[7]], facts: [] }, 'the second view asks the store nothing');
+  assert.deepEqual(asked, { bare: [7], facts: [] }, 'the second view asks the store nothing');
 });
 
 test('a product with firmware facts is read at every view, and a mixed page asks only for the devices of that product', async () => {
@@ -87,7 +87,7 @@ test('a product with firmware facts is read at every view, and a mixed page asks
       a1: { groups: [], target: null }, g1: { groups: ['field'], target: 5 }, b1: { groups: [], target: 5 },
     });
   }
-  assert.deepEqual(asked, { bare: [[7], [8]], facts: [['g1', 'b1'], ['g1', 'b1']] });
+  assert.deepEqual(asked, { bare: [7, 8], facts: [['g1', 'b1'], ['g1', 'b1']] });
 });
 
 test('without a cache (TOKEN_CACHE_SECONDS=0) every view reads its facts, as before', async () => {
@@ -140,5 +140,5 @@ test('what was read across a change is not kept', async () => {
   await reading;
   hold(Promise.resolve());
   await targets.describe([device('a1', 7)]);
-  assert.deepEqual(asked.bare, [[7], [7]], 'the answer that crossed the change was used once, not kept');
+  assert.deepEqual(asked.bare, [7, 7], 'the answer that crossed the change was used once, not kept');
 });

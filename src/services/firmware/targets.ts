@@ -64,7 +64,7 @@ export function createTargets(deps: { repo: FirmwareRepository; bus: Bus; views?
     if (!views) return new Set();
     const known = productIds.map((p) => views.get(String(p)));
     const none = known.includes(undefined)
-      ? await Promise.all(productIds.map((p, i) => known[i] ?? views.load(String(p), async () => (await repo.withoutViewFacts([p])).includes(p))))
+      ? await Promise.all(productIds.map((p, i) => known[i] ?? views.load(String(p), () => repo.withoutViewFacts(p))))
       : known;
     return new Set(productIds.filter((_, i) => none[i] === true));
   }
