@@ -27,6 +27,30 @@ function simProcess(args: string[], env: Record<string, string> = {}): { done: P
 
 const sim = (args: string[], env: Record<string, string> = {}) => simProcess(args, env).done;
 
+/** Whether a loopback port can be listened on now. */
+function listenable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * The first of `count` consecutive loopback ports nothing listens on, below Linux's ephemeral
+ * range (32768 and up), where the outgoing connections of the other test files, which the
+ * kernel numbers from that range, cannot take one between this check and the listen.
+ */
+async function freePortRun(count: number): Promise<number> {
+  for (let tries = 0; tries < 200; tries += 1) {
+    const first = 20_000 + Math.floor(Math.random() * (12_000 - count));
+    let all = true;
+    for (let p = first; p < first + count && all; p += 1) all = await listenable(p);
+    if (all) return first;
+  }
+  throw new Error(`no ${count} consecutive free loopback ports found`);
+}
+
 /** A loopback port nothing listens on. */
 function closedPort(): Promise<number> {
   return new Promise((resolve) => {
@@ -144,7 +168,9 @@ describe('sim --listening: devices an app sets up as it would hardware', () => {
     writeFileSync(credentials, ['id,secret', ...ids.map((d) => `${d.id},${d.device_secret}`)].join('\n'));
     const wifi = join(dir, 'wifi.json');
     writeFileSync(wifi, JSON.stringify([{ ssid: 'home', password: 'correct horse battery', security: 'wpa2', channel: 6, rssi: -40 }]));
-    const [httpPort, tcpPort] = [await closedPort(), await closedPort()];
+    // Each device takes the next port of each range: two ranges of two, apart.
+    const httpPort = await freePortRun(4);
+    const tcpPort = httpPort + 2;
     const run = simProcess(['--listening', '--credentials', credentials, '--wifi', wifi, '--softap-http-port', String(httpPort), '--softap-tcp-port', String(tcpPort), '--api-url', server.url, '--mqtt-url', server.mqttUrl]);
     try {
       const lines = () => run.output().out.split('\n');
