@@ -11,6 +11,14 @@ export interface PresenceChange {
   ip?: string | null;
 }
 
+/**
+ * A time read from the store's clock, as ISO 8601 text to the microsecond, to be handed back to
+ * it. As a JS Date it would lose its microseconds: a device heard of in the same millisecond,
+ * just before the leader's check read the store, would count as heard of after it.
+ */
+export type StoreTime = string;
+const STORE_NOW = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
 /** The fields a `hello` sets; those it leaves out keep what an earlier one said. */
 const definedOf = (hello: Hello): Partial<Hello> => Object.fromEntries(Object.entries(hello).filter(([, v]) => v !== undefined && v !== null)) as Partial<Hello>;
 
@@ -92,19 +100,18 @@ export function createPresenceRepository(db: Queryable) {
      * written before nodes were recorded), and the store's time when it read them. One index
      * probe per node, however many devices.
      */
-    async onlineNodes(): Promise<{ nodes: Array<string | null>; at: Date }> {
-      const rows = await db.query<{ node_id: string | null; at: Date }>(
+    async onlineNodes(): Promise<{ nodes: Array<string | null>; at: StoreTime }> {
+      const rows = await db.query<{ node_id: string | null; at: string }>(
         `WITH RECURSIVE n(node_id) AS (
            (SELECT node_id FROM devices WHERE online AND node_id IS NOT NULL ORDER BY node_id LIMIT 1)
            UNION ALL
            SELECT (SELECT node_id FROM devices WHERE online AND node_id > n.node_id ORDER BY node_id LIMIT 1) FROM n WHERE n.node_id IS NOT NULL
          )
-         SELECT node_id, now() AS at FROM n WHERE node_id IS NOT NULL
+         SELECT node_id, ${STORE_NOW} AS at FROM n WHERE node_id IS NOT NULL
          UNION ALL
-         SELECT NULL, now() WHERE EXISTS (SELECT 1 FROM devices WHERE online AND node_id IS NULL)`,
+         SELECT NULL, ${STORE_NOW} WHERE EXISTS (SELECT 1 FROM devices WHERE online AND node_id IS NULL)`,
       );
-      const at = rows[0]?.at;
-      return { nodes: rows.map((r) => r.node_id), at: at ? new Date(at) : new Date(0) };
+      return { nodes: rows.map((r) => r.node_id), at: rows[0]?.at ?? '1970-01-01T00:00:00.000000Z' };
     },
 
     /**
@@ -113,7 +120,7 @@ export function createPresenceRepository(db: Queryable) {
      * again since (`reassert`) keeps them. Answers the devices changed, with their scope (for
      * their presence events).
      */
-    async release(nodes: Array<string | null>, heardBefore?: Date): Promise<DeviceScope[]> {
+    async release(nodes: Array<string | null>, heardBefore?: StoreTime): Promise<DeviceScope[]> {
       const named = nodes.filter((n): n is string => n !== null);
       const rows = await db.query<ScopeRow>(
         `UPDATE devices SET online = false, node_id = NULL

@@ -195,3 +195,16 @@ test('a leader check that read the leases before a node came back does not undo 
   assert.deepEqual(await stored(first, who.id), { online: true, node_id: 'node-x' });
   await repo.release(['node-x']);
 });
+
+test("the leader check's time keeps the store's microseconds: a device heard of in the same millisecond, before the check, is released", async () => {
+  const repo = createPresenceRepository(first.skyport.db);
+  const who = await provision(first.url, token, product.id);
+  await repo.apply([{ id: who.id, online: true, at: new Date(Date.now() - 60_000) }], 'node-y');
+  const check = await repo.onlineNodes();
+  assert.match(check.at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+  // Heard of 400 µs before the check read the store, in the same millisecond: as a JS Date the
+  // check's time was the start of that millisecond, before the device was heard of.
+  await first.skyport.db.query("UPDATE devices SET last_heard = '2026-11-28T10:00:00.000400Z' WHERE id = $1", [who.id]);
+  assert.deepEqual((await repo.release(['node-y'], '2026-11-28T10:00:00.000900Z')).map((d) => d.id), [who.id]);
+  assert.deepEqual(await stored(first, who.id), { online: false, node_id: null });
+});
