@@ -35,6 +35,12 @@ export interface FailureTables {
   reachable?(): boolean;
   /** Told when the counting moves to this node's own table (with why) and back. */
   switched?(toLocal: boolean, err?: unknown): void;
+  /**
+   * True when the shared table is known, without waiting, to hold nothing under `id`: what its
+   * `get` would answer at once (services/failure-limits.ts keeps which ids hold an entry). False
+   * when it may hold something, or cannot tell: the table is asked.
+   */
+  absent?(id: string): boolean;
 }
 
 interface KeyState { failures: number; lockedUntil: number }
@@ -55,6 +61,10 @@ export class FailureLimiter {
 
   /** Throws rate_limit_exceeded when the key is locked out or the source is over its budget. */
   async check(key: string, source: string): Promise<void> {
+    // Nearly every login, client authentication and device connect: no failure counted on the key
+    // or the address, known without the table's round of promises (a sixth of what a device
+    // connect allocated: docs/benchmarks.md, "Connected devices").
+    if (this.knownAbsent(keyId(key)) && this.knownAbsent(sourceId(source))) return;
     const refusal = await this.run(async (table) => {
       const now = this.clock.nowMs();
       const [state, win] = await Promise.all([read<KeyState>(table, keyId(key)), read<WindowState>(table, sourceId(source))]);
@@ -93,11 +103,17 @@ export class FailureLimiter {
 
   /** A success: the key's count of failures in a row starts again. */
   async succeed(key: string): Promise<void> {
+    const id = keyId(key);
+    if (this.knownAbsent(id)) return;
     await this.run(async (table) => {
-      const id = keyId(key);
       // Most successes follow no failure: a read spares the shared table a write.
       if (await table.get(id)) await table.delete(id);
     });
+  }
+
+  /** The shared table is in use and known to hold nothing under `id` (FailureTables.absent). */
+  private knownAbsent(id: string): boolean {
+    return !this.onLocal && this.tables.reachable?.() !== false && this.tables.absent?.(id) === true;
   }
 
   /** Runs on the shared table; while it fails, on this node's own (when there is one). */

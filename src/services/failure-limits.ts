@@ -30,6 +30,7 @@ export function createFailureLimiter(name: 'logins' | 'connects', deps: {
   const index = indexOf(name, bus, clock, ttlMs);
   return new FailureLimiter(clock, options, {
     shared: async () => index.over(await bus.shared.table(name, ttlMs)),
+    absent: (id) => index.absent(id),
     local: () => local.table(name, ttlMs),
     reachable: () => bus.state() === 'up',
     switched: (toLocal, err) => {
@@ -74,25 +75,33 @@ function indexOf(name: string, bus: Bus, clock: Clock, ttlMs: number) {
     note(id);
     bus.notify(`limits.${name}`, [id]);
   };
+  // One wrapper per table the bus hands out (the same table every time, until NATS reopens it).
+  let wrapped: { table: SharedTable; over: SharedTable } | undefined;
+  const over = (table: SharedTable): SharedTable => ({
+    async get(id) {
+      if (listed(table) && !holds(id)) return null;
+      return table.get(id);
+    },
+    async swap(id, value, revision) {
+      const done = await table.swap(id, value, revision);
+      // Lost to a writer this node had not heard of yet: its next read asks the table.
+      if (done) written(id);
+      else note(id);
+      return done;
+    },
+    async put(id, value) {
+      await table.put(id, value);
+      written(id);
+    },
+    delete: (id) => table.delete(id),
+    keys: () => table.keys(),
+  });
   return {
-    over: (table: SharedTable): SharedTable => ({
-      async get(id) {
-        if (listed(table) && !holds(id)) return null;
-        return table.get(id);
-      },
-      async swap(id, value, revision) {
-        const done = await table.swap(id, value, revision);
-        // Lost to a writer this node had not heard of yet: its next read asks the table.
-        if (done) written(id);
-        else note(id);
-        return done;
-      },
-      async put(id, value) {
-        await table.put(id, value);
-        written(id);
-      },
-      delete: (id) => table.delete(id),
-      keys: () => table.keys(),
-    }),
+    over(table: SharedTable): SharedTable {
+      if (wrapped?.table !== table) wrapped = { table, over: over(table) };
+      return wrapped.over;
+    },
+    /** What `get` would answer at once: the table's keys are listed and `id` is not among those known. */
+    absent: (id: string): boolean => listing?.done === true && !holds(id),
   };
 }

@@ -112,3 +112,40 @@ test('a lock-out ends on time and the count starts again; the window of an addre
   clock.advance(300_000);
   await limiter.check('user:c', '192.0.2.1');
 });
+
+test('a key and an address the tables say hold nothing pass without asking the table; one that may hold a count is asked', async () => {
+  const clock = manualClock();
+  const table = await memoryTables(clock).table('connects', FailureLimiter.ttlMs(OPTIONS));
+  const calls = { n: 0 };
+  const counted = new Set<string>();
+  const limiter = new FailureLimiter(clock, { ...OPTIONS, maxConsecutive: 2 }, {
+    shared: async () => flaky(table, { on: false }, calls),
+    absent: (id) => !counted.has(id),
+  });
+  await limiter.check('device:a', '192.0.2.1');
+  await limiter.succeed('device:a');
+  assert.equal(calls.n, 0, 'nothing counted: the table is not asked');
+  await limiter.fail('device:a', '192.0.2.1');
+  await limiter.fail('device:a', '192.0.2.1');
+  for (const id of await table.keys()) counted.add(id);
+  assert.equal(await refusal(limiter.check('device:a', '192.0.2.9')), 'rate_limit_exceeded', 'a counted key is read from the table');
+  assert.equal(await refusal(limiter.check('device:b', '192.0.2.1')), undefined, 'the address is under its budget, read from the table');
+  calls.n = 0;
+  await limiter.check('device:c', '192.0.2.2');
+  assert.equal(calls.n, 0);
+});
+
+test('what the tables say is absent is not trusted while the shared table is unreachable: the node counts in its own', async () => {
+  const clock = manualClock();
+  const shared = await memoryTables(clock).table('connects', FailureLimiter.ttlMs(OPTIONS));
+  const local = await memoryTables(clock).table('connects', FailureLimiter.ttlMs(OPTIONS));
+  const reachable = { now: true };
+  const limiter = new FailureLimiter(clock, { ...OPTIONS, maxConsecutive: 1 }, {
+    shared: async () => shared, local: async () => local, reachable: () => reachable.now, absent: () => true,
+  });
+  reachable.now = false;
+  await limiter.fail('device:a', '192.0.2.1');
+  assert.equal(await refusal(limiter.check('device:a', '192.0.2.1')), 'rate_limit_exceeded');
+  reachable.now = true;
+  assert.equal(await refusal(limiter.check('device:a', '192.0.2.1')), undefined, 'the shared table, which holds nothing, counts again');
+});
