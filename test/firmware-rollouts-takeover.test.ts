@@ -92,6 +92,9 @@ test('a tick whose notice reached no node: a later tick tells the connected devi
     const p = await rolloutProduct(server.url, 2);
     for (const who of p.devices) devices.push(updatingDevice(server.mqttUrl, who, 1));
     await Promise.all(devices.map((d) => d.connect()));
+    // Each device's hello has been looked at (nothing to update yet) before the rollout starts:
+    // a look still under way would find the device started and begin its update, telling it.
+    await Promise.all(p.devices.map((w) => server.skyport.services.firmwareUpdates.settled(w.id)));
     const id = (await p.call('POST', '/firmware/rollouts', { version: 2 }, 201)).json.id as number;
     // The node dies between the commit and its notice: nobody hears of the devices started.
     const bus = server.skyport.bus;
