@@ -7,6 +7,7 @@
 //   npm run bench:connections -- --counts 2000 --quick
 //   npm run bench:connections -- --heap                also the server's JS heap after a full GC
 //   npm run bench:connections -- --profile             a CPU profile of the server while devices connect
+//   npm run bench:connections -- --alloc-profile       what the server allocates meanwhile (sampled, collected objects kept)
 //   npm run bench:connections -- --heap-snapshot       heap snapshots of the server before and after (to bench/results/)
 //
 // A count above what the open-files limit lets one process hold is measured at the most the limit
@@ -21,7 +22,7 @@ import {
 } from './harness.js';
 import { startMosquitto } from './mosquitto.js';
 
-const USAGE = 'usage: npm run bench:connections -- [--quick] [--counts 10000,50000] [--store embedded|postgres|both] [--in-flight 250] [--keepalive 120] [--settle 3] [--mosquitto spawn|mqtt://127.0.0.1:1883] [--heap] [--profile] [--heap-snapshot] [--from build|source] [--pg-admin-url URL]';
+const USAGE = 'usage: npm run bench:connections -- [--quick] [--counts 10000,50000] [--store embedded|postgres|both] [--in-flight 250] [--keepalive 120] [--settle 3] [--mosquitto spawn|mqtt://127.0.0.1:1883] [--heap] [--profile | --alloc-profile] [--heap-snapshot] [--from build|source] [--pg-admin-url URL]';
 const { args, quick, stores } = commandLine(USAGE, 'embedded');
 const counts = (option(args, 'counts') ?? (quick ? '2000' : '10000,50000')).split(',').map(Number);
 /** Connects in flight per load process. */
@@ -31,6 +32,8 @@ const SETTLE_S = Number(option(args, 'settle') ?? 3);
 const MOSQUITTO = option(args, 'mosquitto') ?? 'spawn';
 const HEAP = args.includes('--heap');
 const PROFILE = args.includes('--profile');
+/** A sampled profile of what the server allocates while devices connect, objects since collected included (what garbage collection pays for). */
+const ALLOC_PROFILE = args.includes('--alloc-profile');
 const SNAPSHOT = args.includes('--heap-snapshot');
 const FROM = option(args, 'from') ?? 'build';
 if (!['build', 'source'].includes(FROM)) throw new Error(`--from must be build or source\n${USAGE}`);
@@ -138,8 +141,13 @@ async function connectAll(target: { host: string; port: number; pid: number; ins
   if (target.snapshot) await target.inspector?.snapshot(`${target.snapshot}-before.heapsnapshot`);
   const memBefore = HEAP ? await target.inspector?.memory() : undefined;
   if (target.profile) {
-    await target.inspector?.send('Profiler.enable');
-    await target.inspector?.send('Profiler.start');
+    if (ALLOC_PROFILE) {
+      await target.inspector?.send('HeapProfiler.enable');
+      await target.inspector?.send('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    } else {
+      await target.inspector?.send('Profiler.enable');
+      await target.inspector?.send('Profiler.start');
+    }
   }
   const before = rssKb(target.pid);
   let peak = before;
@@ -151,9 +159,9 @@ async function connectAll(target: { host: string; port: number; pid: number; ins
   const done = await Promise.all(workers.map((w, k) => ask<WorkerDone>(w, job(rest.slice(k * size, (k + 1) * size), k + 1), 'done', 10 * 60_000)));
   const cpu1 = cpuTimes(target.pid);
   if (target.profile && target.inspector) {
-    const { profile } = await target.inspector.send<{ profile: unknown }>('Profiler.stop');
+    const { profile } = await target.inspector.send<{ profile: unknown }>(ALLOC_PROFILE ? 'HeapProfiler.stopSampling' : 'Profiler.stop');
     writeFileSync(target.profile, JSON.stringify(profile));
-    console.log(`  CPU profile of the server while devices connected: ${target.profile}`);
+    console.log(`  ${ALLOC_PROFILE ? 'Allocation' : 'CPU'} profile of the server while devices connected: ${target.profile}`);
   }
   const seconds = (Math.max(...done.map((d) => d.finished)) - Math.min(...done.map((d) => d.started))) / 1000;
   await sleep(SETTLE_S * 1000); // presence writes and garbage collection settle before the reading
@@ -223,11 +231,11 @@ async function skyportRun(store: Store, requested: number, perWorker: number, op
     identities.push(...devices.map((d) => ({ id: d.id, secret: d.device_secret })));
   }
   await stopChild(setup.child, 30_000);
-  const sky = await startSkyport(store, { reuse: setup, openFiles, ...(build ? { build } : {}), ...(HEAP || PROFILE || SNAPSHOT ? { nodeArgs: ['--inspect=127.0.0.1:0'] } : {}) });
+  const sky = await startSkyport(store, { reuse: setup, openFiles, ...(build ? { build } : {}), ...(HEAP || PROFILE || ALLOC_PROFILE || SNAPSHOT ? { nodeArgs: ['--inspect=127.0.0.1:0'] } : {}) });
   const ins = sky.inspectorUrl ? await inspector(sky.inspectorUrl) : undefined;
   const limit = processOpenFiles(sky.pid);
   if (limit < measured + RESERVED_FDS) throw new Error(`the server runs with an open-files limit of ${limit}, too few for ${measured} devices`);
-  const profile = PROFILE ? join(ROOT, 'bench', 'results', `connections-${store}-${measured}-${Date.now()}.cpuprofile`) : undefined;
+  const profile = PROFILE || ALLOC_PROFILE ? join(ROOT, 'bench', 'results', `connections-${store}-${measured}-${Date.now()}.${ALLOC_PROFILE ? 'heapprofile' : 'cpuprofile'}`) : undefined;
   const snapshot = SNAPSHOT ? join(ROOT, 'bench', 'results', `connections-${store}-${measured}-${Date.now()}`) : undefined;
   const { outcome, stop } = await connectAll({ host: sky.mqttHost, port: sky.mqttPort, pid: sky.pid, ...(ins ? { inspector: ins } : {}), ...(profile ? { profile } : {}), ...(snapshot ? { snapshot } : {}) }, identities, perWorker);
   ins?.close();
@@ -281,7 +289,7 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify({
     date, command: ['npm run bench:connections', ...(args.length ? ['--', ...args] : [])].join(' '), commit,
     machine: { cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: load0, loadAverageAfter: load1, openFiles: fds },
-    options: { counts, stores, from: FROM, inFlight: IN_FLIGHT, keepalive: KEEPALIVE, settleSeconds: SETTLE_S, mosquitto: MOSQUITTO, heap: HEAP, profile: PROFILE, snapshot: SNAPSHOT, perWorker },
+    options: { counts, stores, from: FROM, inFlight: IN_FLIGHT, keepalive: KEEPALIVE, settleSeconds: SETTLE_S, mosquitto: MOSQUITTO, heap: HEAP, profile: PROFILE, allocProfile: ALLOC_PROFILE, snapshot: SNAPSHOT, perWorker },
     rows,
   }, null, 2)}\n`);
   console.log(`\nresults: ${file}`);
