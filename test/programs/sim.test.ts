@@ -10,6 +10,7 @@ import { softap } from '../helpers/softap.js';
 import { eventually } from '../helpers/eventually.js';
 import { PASSWORD, newProduct, signUp } from '../helpers/fixtures.js';
 import { spawnSkyport } from '../helpers/cli.js';
+import { freePort } from '../helpers/nats.js';
 
 /** `skyport sim` as a user runs it, against a started server. */
 let server: TestServer;
@@ -49,16 +50,6 @@ async function freePortRun(count: number): Promise<number> {
     if (all) return first;
   }
   throw new Error(`no ${count} consecutive free loopback ports found`);
-}
-
-/** A loopback port nothing listens on. */
-function closedPort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
 }
 
 test('sim provisions N devices, connects them with functions and variables, and prints a summary', async () => {
@@ -138,7 +129,7 @@ test('a cloud that does not answer: each device fails after --connect-timeout', 
     const file = join(dir, 'creds.json');
     writeFileSync(file, JSON.stringify({ devices: [{ id: '0123456789abcdef01234567', device_secret: 's' }, { id: '0123456789abcdef01234568', device_secret: 's' }] }));
     const started = Date.now();
-    const done = await sim(['--credentials', file, '--mqtt-url', `mqtt://127.0.0.1:${await closedPort()}`, '--connect-timeout', '1', '--json']);
+    const done = await sim(['--credentials', file, '--mqtt-url', `mqtt://127.0.0.1:${await freePort()}`, '--connect-timeout', '1', '--json']);
     assert.equal(done.code, 1, done.err);
     const summary = JSON.parse(done.out) as { total: number; connected: number; failed: number; errors: string[] };
     assert.deepEqual([summary.total, summary.connected, summary.failed], [2, 0, 2]);
