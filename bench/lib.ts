@@ -25,5 +25,3 @@ export function table(results: Result[], baseline: number): string {
   return ['| scenario | req/s | p50 ms | p99 ms | ratio to bare |', '|---|---|---|---|---|',
     ...results.map((r) => `| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${(r.rps / baseline).toFixed(2)} |`)].join('\n');
 }
-
-
