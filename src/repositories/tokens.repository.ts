@@ -1,7 +1,7 @@
 import type { Queryable, Db, Tx } from '../storage/db.js';
 import type { Scope } from '../domain/scopes.js';
 import type { Subject } from '../domain/subject.js';
-import { createBatcher } from '../storage/batcher.js';
+import { commitsFor, createBatcher } from '../storage/batcher.js';
 import { auditInsert, type AuditEvent } from './audit.repository.js';
 
 export interface AccessTokenRecord {
@@ -120,7 +120,7 @@ export function createTokensRepository(db: Db) {
   const batcher = createBatcher<PendingToken>(async (items) => {
     const insert = insertTokens(items);
     await db.query(insert.sql, insert.params, { prepare: true });
-  });
+  }, { inFlight: commitsFor(db.kind) });
 
   return {
     /**

@@ -14,9 +14,9 @@
  * that arrives spread out: devices connecting one after another each reach a batcher alone,
  * and each statement costs about the same for one row as for a thousand (see `windowFor`).
  * `inFlight` flushes may run at once (default 1). One is best where each flush ends in a durable
- * commit: what arrives meanwhile waits and goes in the next, larger flush, instead of paying for
- * a commit of its own (token batches on PostgreSQL: docs/benchmarks.md, "Measurements behind
- * design choices").
+ * commit on PostgreSQL: what arrives meanwhile waits and goes in the next, larger flush, instead
+ * of paying for a commit of its own (token batches: docs/benchmarks.md, "Measurements behind
+ * design choices"). See `commitsFor` for the embedded store.
  */
 export function createBatcher<T, R = void>(flush: (items: T[]) => Promise<R[] | void>, options: { maxBatch?: number; inFlight?: number; waitMs?: number } = {}) {
   const maxBatch = options.maxBatch ?? 500;
@@ -70,3 +70,15 @@ export function createBatcher<T, R = void>(flush: (items: T[]) => Promise<R[] | 
  * "Configuration fan-out").
  */
 export const windowFor = (kind: 'postgres' | 'embedded'): number => (kind === 'embedded' ? 5 : 3);
+
+/**
+ * How many flushes that each end in a commit may be in flight at once, for work whose callers
+ * wait on the commit while the process has CPU to spare (token issuance). On PostgreSQL one: a
+ * second commit costs another WAL flush, and what waits goes in the next, larger flush. On the
+ * embedded store two: its thread runs statements one after another, so a second flush waits in
+ * the thread's queue and starts the moment the first commits, where with one the thread sat idle
+ * while the main thread answered the first batch and sent the next (docs/benchmarks.md,
+ * "Measurements behind design choices"). Not for work that keeps the process's CPU busy (webhook
+ * deliveries): there smaller batches only cost more.
+ */
+export const commitsFor = (kind: 'postgres' | 'embedded'): number => (kind === 'embedded' ? 2 : 1);
