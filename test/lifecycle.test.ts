@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshStore, startTestServer, email, manualClock, STORE } from './helpers/server.js';
@@ -9,6 +8,7 @@ import { particle } from './helpers/particle.js';
 import { raw } from './helpers/http.js';
 import { spawnSkyport } from './helpers/cli.js';
 import { eventually } from './helpers/eventually.js';
+import { freePort } from './helpers/ports.js';
 import { totpNow } from '../src/domain/totp.js';
 import { loadMigrations } from '../src/storage/migrate.js';
 
@@ -30,15 +30,6 @@ test('data survive a restart', async () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const run = (args: string[], env: Record<string, string>) => spawnSkyport(args, { LOG_LEVEL: 'silent', ...env });
 

@@ -1,13 +1,13 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import mqtt from 'mqtt';
-import { createServer } from 'node:net';
 import { createDevice, ConnectionRefusedError, CredentialsRefusedError, backoffDelay, type CloudWarning, type Device, type DeviceOptions } from '../src/sdk/index.js';
 import { startTestServer, email, type TestServer } from './helpers/server.js';
 import { basic, raw } from './helpers/http.js';
 import { PASSWORD, newProduct, signUp } from './helpers/fixtures.js';
 import { provision } from './helpers/device.js';
 import { eventually } from './helpers/eventually.js';
+import { freePort } from './helpers/ports.js';
 import { answerCall, answerGet } from '../src/sdk/replies.js';
 
 /** The device SDK against a real gateway: calls, reads, events, signal, claim, reconnects. */
@@ -184,13 +184,8 @@ test('banned for a while (too many failures) is not final: the device keeps tryi
 });
 
 test('connect() rejects when closed first, and after timeoutMs when nothing answers; no reconnect after', async () => {
-  // A port that accepts nothing: open one, note it, close it.
-  const port = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
+  // A port that accepts nothing: a free one, left closed.
+  const port = await freePort();
   const nowhere = createDevice({ url: `mqtt://127.0.0.1:${port}`, id: '0123456789abcdef01234567', secret: 's', reconnect: { minMs: 10, maxMs: 20 } });
   let errors = 0;
   nowhere.on('error', () => { errors++; });

@@ -6,7 +6,7 @@ import type { TestServer } from '../helpers/server.js';
 import { raw } from '../helpers/http.js';
 import { newProduct, signUp } from '../helpers/fixtures.js';
 import { fakeDevice, provision } from '../helpers/device.js';
-import { freePort } from '../helpers/nats.js';
+import { freePort } from '../helpers/ports.js';
 
 /**
  * Roles (docs/operations.md, "Roles"): an `api` node serves the REST API and event streams and

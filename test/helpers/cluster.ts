@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { freshStore, LIMITS_OFF, startTestServer, type TestServer, type TestServerOptions, type TestStore } from './server.js';
-import { freePort, startNats, type TestNats } from './nats.js';
+import { startNats, type TestNats } from './nats.js';
+import { freePort } from './ports.js';
 import { BIN } from './cli.js';
 import { eventually } from './eventually.js';
 

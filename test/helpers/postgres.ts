@@ -3,7 +3,7 @@ import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './nats.js';
+import { freePort } from './ports.js';
 
 const run = promisify(execFile);
 

@@ -1,5 +1,5 @@
 import { createServer, connect, type Socket } from 'node:net';
-import { freePort } from './nats.js';
+import { freePort } from './ports.js';
 
 /**
  * A TCP relay in front of a server (NATS, PostgreSQL), on a port of its own: `cut()` drops every

@@ -10,7 +10,7 @@ import { softap } from '../helpers/softap.js';
 import { eventually } from '../helpers/eventually.js';
 import { PASSWORD, newProduct, signUp } from '../helpers/fixtures.js';
 import { spawnSkyport } from '../helpers/cli.js';
-import { freePort } from '../helpers/nats.js';
+import { freePort } from '../helpers/ports.js';
 
 /** `skyport sim` as a user runs it, against a started server. */
 let server: TestServer;
