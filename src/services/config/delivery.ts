@@ -32,7 +32,6 @@ export type DeliveryOutcome = 'acknowledged' | 'refused' | 'pending_offline' | '
  * through the bus: a device is sent configuration only by the node that holds its connection.
  */
 export interface HeldDevices {
-  holds(deviceId: string): boolean;
   /** How many devices are connected here. */
   size(): number;
   /** The products of the devices connected here. */
@@ -173,16 +172,16 @@ export function createNodeDelivery(deps: {
     if (deps.here.size() === 0) return;
     const snapshot = ledger.snapshot();
     try {
-      const fleetOnline = await deps.devices.fleetDevices(productId, { onlineOnly: true });
-      const online = fleetOnline.filter((d) => deps.here.holds(d.id));
-      // A device's connect is stored in the background after its CONNACK (presence batches): one
-      // that connected a moment ago may still read offline. This node's connections say it holds it.
-      const listed = new Set(online.map((d) => d.id));
-      const unlisted = deps.here.heldIn(productId).filter((id) => !listed.has(id));
-      if (unlisted.length > 0) online.push(...await deps.devices.fleetDevices(productId, { onlineOnly: false, ids: unlisted }));
+      // The devices this node's connections hold, and only those: in a cluster each gateway holds
+      // a share of the fleet, and reading the whole fleet on every gateway made a fleet of 100,000
+      // on six gateways wait seconds for its first message (docs/benchmarks.md, "Cluster"). Their
+      // connections, not the stored presence, say which: a connect is stored in the background
+      // after its CONNACK, so one made a moment ago may still read offline.
+      const here = deps.here.heldIn(productId);
+      if (here.length === 0) return;
+      const online = await deps.devices.fleetDevices(productId, { onlineOnly: false, ids: here });
       if (online.length === 0) return;
-      // Other nodes hold the rest of the fleet: what only this node's devices hold is read.
-      const held = await deps.state.heldByProduct(productId, online.length < fleetOnline.length ? online.map((d) => d.id) : undefined);
+      const held = await deps.state.heldByProduct(productId, online.map((d) => d.id));
       // The values last, so that they are as fresh as can be when the devices' turns are queued.
       const effective = await deps.reader.effective(productId, online);
       const hashOf = memoHash();
