@@ -161,3 +161,25 @@ test('a connected device that becomes a development device takes its own values 
     await dev.client.endAsync();
   }
 });
+
+test('a connected device imported into another product takes that fleet\'s next change at once', async () => {
+  const { token } = await signUp(server.url);
+  const [from, to] = await Promise.all([newProduct(server.url, token), newProduct(server.url, token)]);
+  const who = await provision(server.url, token, from.id);
+  const held = new Map<string, { value: Json; hash: string }>();
+  const device = await configDevice(who, held);
+  try {
+    await eventually(async () => (Object.keys(((await raw(`${server.url}/v1/products/${from.id}/config/${who.id}`, { token })).json as Json).configuration.pending).length === 0 ? true : undefined));
+    assert.equal((await raw(`${server.url}/v1/products/${from.id}/devices/${who.id}`, { method: 'DELETE', token })).status, 204);
+    const imported = await raw(`${server.url}/v1/products/${to.id}/devices`, { method: 'POST', token, json: { id: who.id } });
+    assert.equal(imported.status, 200, imported.text);
+    assert.deepEqual(imported.json.updatedDeviceIds, [who.id]);
+    // The fan-out goes to the devices this node's connections hold in the product: the import's
+    // notice moved the connection before the write's.
+    assert.equal((await raw(`${server.url}/v1/products/${to.id}/config`, { method: 'PUT', token, json: { rgb: { type: 'off' } } })).status, 200);
+    await eventually(() => (held.get('rgb')?.value.type === 'off' ? true : undefined));
+    await eventually(async () => (((await raw(`${server.url}/v1/products/${to.id}/config/${who.id}`, { token })).json as Json).configuration.current.rgb?.type === 'off' ? true : undefined));
+  } finally {
+    await device.client.endAsync();
+  }
+});
