@@ -173,13 +173,13 @@ export function createNodeDelivery(deps: {
     const snapshot = ledger.snapshot();
     try {
       // The devices this node's connections hold, and only those: in a cluster each gateway holds
-      // a share of the fleet, and reading the whole fleet on every gateway made a fleet of 100,000
-      // on six gateways wait seconds for its first message (docs/benchmarks.md, "Cluster"). Their
-      // connections, not the stored presence, say which: a connect is stored in the background
-      // after its CONNACK, so one made a moment ago may still read offline.
-      const here = deps.here.heldIn(productId);
-      if (here.length === 0) return;
-      const online = await deps.devices.fleetDevices(productId, { onlineOnly: false, ids: here });
+      // a share of the fleet, and each read the whole fleet's online devices to find its share
+      // (100,000 rows on each of six gateways; docs/benchmarks.md, "Cluster"). The connections,
+      // not the stored presence, say which: a connect is stored in the background after its
+      // CONNACK, so one made a moment ago may still read offline.
+      const ids = deps.here.heldIn(productId);
+      if (ids.length === 0) return;
+      const online = await deps.devices.fleetDevices(productId, { onlineOnly: false, ids });
       if (online.length === 0) return;
       const held = await deps.state.heldByProduct(productId, online.map((d) => d.id));
       // The values last, so that they are as fresh as can be when the devices' turns are queued.
