@@ -53,11 +53,16 @@ test('a node that is shut down lets the calls under way to its devices finish (d
   const { token } = await signUp(b.url);
   const product = await newProduct(b.url, token, 'Draining');
   const who = await provision(b.url, token, product.id);
-  const dev = await fakeDevice(a.mqttUrl, who, { functions: { slow: () => new Promise<number>((r) => setTimeout(() => r(5), 700)) } });
+  let reached!: () => void;
+  const atDevice = new Promise<void>((resolve) => { reached = resolve; });
+  const dev = await fakeDevice(a.mqttUrl, who, {
+    functions: { slow: () => { reached(); return new Promise<number>((r) => setTimeout(() => r(5), 700)); } },
+  });
   try {
     const call = raw(`${b.url}/v1/devices/${who.id}/slow`, { method: 'POST', token, json: { arg: '' } });
-    // The call is on its way to the device when node A starts shutting down.
-    await new Promise((r) => setTimeout(r, 200));
+    // The call has reached the device, through node A, when A starts shutting down. (A fixed
+    // wait instead let a loaded machine start the shutdown before the call had left node B.)
+    await atDevice;
     const closing = a.skyport.close();
     const answer = await call;
     assert.equal(answer.status, 200, answer.text);
