@@ -277,13 +277,10 @@ export function createDevicesRepository(db: Queryable) {
     },
 
 
-    /**
-     * A product's devices as configuration sees them: only the connected ones, to take a fleet
-     * change at once; or only those of `ids`.
-     */
-    async fleetDevices(productId: number, options: { onlineOnly: boolean; ids?: readonly string[] }, q: Queryable = db): Promise<FleetDevice[]> {
+    /** A product's devices as configuration sees them: all of them, or those of `ids` that are in it. */
+    async fleetDevices(productId: number, options: { ids?: readonly string[] } = {}, q: Queryable = db): Promise<FleetDevice[]> {
       const rows = await q.query<FleetRow>(
-        `SELECT ${FLEET_COLUMNS} FROM devices WHERE product_id = $1${options.onlineOnly ? ' AND online' : ''}${options.ids ? ' AND id = ANY($2::text[])' : ''}`,
+        `SELECT ${FLEET_COLUMNS} FROM devices WHERE product_id = $1${options.ids ? ' AND id = ANY($2::text[])' : ''}`,
         options.ids ? [productId, options.ids] : [productId],
       );
       return rows.map(fleetDevice);

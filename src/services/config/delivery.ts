@@ -179,16 +179,16 @@ export function createNodeDelivery(deps: {
       // CONNACK, so one made a moment ago may still read offline.
       const ids = deps.here.heldIn(productId);
       if (ids.length === 0) return;
-      const online = await deps.devices.fleetDevices(productId, { onlineOnly: false, ids });
-      if (online.length === 0) return;
-      const held = await deps.state.heldByProduct(productId, online.map((d) => d.id));
+      const devices = await deps.devices.fleetDevices(productId, { ids });
+      if (devices.length === 0) return;
+      const held = await deps.state.heldByProduct(productId, devices.map((d) => d.id));
       // The values last, so that they are as fresh as can be when the devices' turns are queued.
-      const effective = await deps.reader.effective(productId, online);
+      const effective = await deps.reader.effective(productId, devices);
       const hashOf = memoHash();
       let next = 0;
-      await Promise.all(Array.from({ length: Math.min(deps.fanOut ?? 256, online.length) }, async () => {
-        while (next < online.length) {
-          const id = (online[next++] as FleetDevice).id;
+      await Promise.all(Array.from({ length: Math.min(deps.fanOut ?? 256, devices.length) }, async () => {
+        while (next < devices.length) {
+          const id = (devices[next++] as FleetDevice).id;
           const values = effective.get(id)?.values ?? {};
           await turns.run(id, async () => {
             // A newer write committed since the read: its own delivery (behind this turn, or done

@@ -34,7 +34,7 @@ export function createConfigPreviews(deps: { reader: ConfigReader; values: Confi
     async fleet(productId: number, body: unknown): Promise<PreviewView> {
       const { schema } = await deps.reader.schema(productId);
       const values = valuesOfWrite(schema, body, { kind: 'fleet' }, await deps.reader.fleetPublishLimit(productId), ajv);
-      const fleet = await deps.devices.fleetDevices(productId, { onlineOnly: false });
+      const fleet = await deps.devices.fleetDevices(productId);
       const [before, after] = await Promise.all([deps.reader.effective(productId, fleet), deps.reader.effective(productId, fleet, { fleet: values })]);
       return preview(deps.reader.fleetView(schema, values), fleet, before, after);
     },

@@ -43,7 +43,7 @@ export function createConfigStatus(deps: { reader: ConfigReader; state: DeviceCo
 
     /** The fleet's rollout: devices (and modules) in sync, pending, or refused by the device. */
     async rollout(productId: number): Promise<RolloutView> {
-      const fleet = await deps.devices.fleetDevices(productId, { onlineOnly: false });
+      const fleet = await deps.devices.fleetDevices(productId);
       const effective = await deps.reader.effective(productId, fleet);
       const held = await deps.state.heldByProduct(productId);
       const hashOf = memoHash();
