@@ -283,7 +283,6 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   const caches = clustered ? createCacheHub(bus, clock, { log: serviceLog }) : localCaches(clock);
   // Configuration is delivered by the node that holds the device, to its own connections.
   const here: HeldDevices = {
-    size: () => held.gateway?.size ?? 0,
     products: () => held.gateway?.heldProducts() ?? [],
     heldIn: (productId) => held.gateway?.heldIn(productId) ?? [],
     send: (id, command, timeoutMs) => (held.gateway ? held.gateway.command(id, command, timeoutMs) : Promise.reject(new DomainError('device_offline', 'The device is not connected to this node'))),

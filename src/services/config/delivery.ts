@@ -32,8 +32,6 @@ export type DeliveryOutcome = 'acknowledged' | 'refused' | 'pending_offline' | '
  * through the bus: a device is sent configuration only by the node that holds its connection.
  */
 export interface HeldDevices {
-  /** How many devices are connected here. */
-  size(): number;
   /** The products of the devices connected here. */
   products(): number[];
   /** The devices of a product connected here. */
@@ -168,17 +166,16 @@ export function createNodeDelivery(deps: {
 
   /** The fleet's devices connected here take what is committed now, a bounded number at a time. */
   async function fanOut(productId: number): Promise<void> {
-    // A node that holds no devices (an API node) reads nothing.
-    if (deps.here.size() === 0) return;
+    // The devices this node's connections hold, and only those: in a cluster each gateway holds
+    // a share of the fleet, and each read the whole fleet's online devices to find its share
+    // (100,000 rows on each of six gateways; docs/benchmarks.md, "Cluster"). The connections,
+    // not the stored presence, say which: a connect is stored in the background after its
+    // CONNACK, so one made a moment ago may still read offline. A node that holds none of the
+    // fleet (an API node) reads nothing.
+    const ids = deps.here.heldIn(productId);
+    if (ids.length === 0) return;
     const snapshot = ledger.snapshot();
     try {
-      // The devices this node's connections hold, and only those: in a cluster each gateway holds
-      // a share of the fleet, and each read the whole fleet's online devices to find its share
-      // (100,000 rows on each of six gateways; docs/benchmarks.md, "Cluster"). The connections,
-      // not the stored presence, say which: a connect is stored in the background after its
-      // CONNACK, so one made a moment ago may still read offline.
-      const ids = deps.here.heldIn(productId);
-      if (ids.length === 0) return;
       const devices = await deps.devices.fleetDevices(productId, { ids });
       if (devices.length === 0) return;
       const held = await deps.state.heldByProduct(productId, devices.map((d) => d.id));
