@@ -111,6 +111,14 @@ function insertTokens(items: readonly PendingToken[]): { sql: string; params: un
   return { sql: `WITH ${ctes.join(',\n')}\n${last}`, params };
 }
 
+/**
+ * The access tokens of session `$1`: the token that began it, whose own hash names the session
+ * and which the primary key finds, and those that joined it, which the partial session index
+ * finds (migrations/0016_token_session_index.sql). Written as the two so that the planner can use
+ * both indexes; together they are exactly `session_id = $1`.
+ */
+const IN_SESSION = '((token_hash = $1 AND session_id = $1) OR (session_id = $1 AND session_id <> token_hash))';
+
 export function createTokensRepository(db: Db) {
   // Token issuance is the hot write path: inserts share one statement (storage/batcher.ts), a
   // data-modifying WITH for the token tables and the batch's audit events, so that it is atomic
@@ -151,7 +159,7 @@ export function createTokensRepository(db: Db) {
       let gone = [tokenHash];
       if (record && record.temporaryUntil === null) {
         const before = await tx.query<{ token_hash: string }>(
-          'DELETE FROM access_tokens WHERE session_id = $1 AND (temporary_until IS NOT NULL OR created_at <= $2::timestamptz) RETURNING token_hash',
+          `DELETE FROM access_tokens WHERE ${IN_SESSION} AND (temporary_until IS NOT NULL OR created_at <= $2::timestamptz) RETURNING token_hash`,
           [record.sessionId, iso(record.createdAt)]);
         gone = [tokenHash, ...before.map((r) => r.token_hash)];
       }
@@ -160,7 +168,7 @@ export function createTokensRepository(db: Db) {
     },
     /** Deletes every access and refresh token of a session; returns the deleted access tokens' hashes. */
     async deleteSession(sessionId: string, tx: Tx): Promise<string[]> {
-      const rows = await tx.query<{ token_hash: string }>('DELETE FROM access_tokens WHERE session_id = $1 RETURNING token_hash', [sessionId]);
+      const rows = await tx.query<{ token_hash: string }>(`DELETE FROM access_tokens WHERE ${IN_SESSION} RETURNING token_hash`, [sessionId]);
       await tx.query('DELETE FROM refresh_tokens WHERE session_id = $1', [sessionId]);
       return rows.map((r) => r.token_hash);
     },
@@ -171,7 +179,7 @@ export function createTokensRepository(db: Db) {
     async extendTemporary(sessionId: string, until: Date, now: Date, tx: Tx): Promise<string[]> {
       const rows = await tx.query<{ token_hash: string }>(
         `UPDATE access_tokens SET expires_at = LEAST(temporary_until, $2::timestamptz)
-          WHERE session_id = $1 AND temporary_until IS NOT NULL AND expires_at > $3::timestamptz RETURNING token_hash`,
+          WHERE ${IN_SESSION} AND temporary_until IS NOT NULL AND expires_at > $3::timestamptz RETURNING token_hash`,
         [sessionId, iso(until), iso(now)]);
       return rows.map((r) => r.token_hash);
     },

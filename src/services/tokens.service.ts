@@ -63,14 +63,17 @@ export function createTokenService(deps: { db: Db; repo: TokensRepository; secre
   async function issue(req: IssueRequest, tx?: Tx): Promise<TokenResponse> {
     const now = clock.now();
     const accessToken = secrets.token();
+    const tokenHash = secrets.sha256(accessToken);
     const access: AccessTokenRecord = {
-      tokenHash: secrets.sha256(accessToken),
+      tokenHash,
       subject: req.subject,
       clientId: req.clientId,
       scope: req.scope,
       createdAt: now,
       expiresAt: req.lifetime.expiresAt,
-      sessionId: req.sessionId ?? secrets.token(16),
+      // A new session is named by its first token, which then needs no entry in the session
+      // index (migrations/0016_token_session_index.sql).
+      sessionId: req.sessionId ?? tokenHash,
       temporaryUntil: req.temporaryUntil ?? null,
     };
     let refreshToken: string | undefined;
