@@ -125,6 +125,13 @@ if (!lists || !checked.every((c) => c.ok)) {
 const { unit, programs, browser, cluster, server, templates } = lists;
 
 /**
+ * The longest a test file may run: about ten times the longest single tests (the authorization
+ * matrix, a cluster node killed with SIGKILL: about 30 s each on a machine where the whole suite
+ * takes 7-9 minutes), so that only a file that hangs reaches it.
+ */
+const FILE_TIMEOUT_MS = 6 * 60 * 1000;
+
+/**
  * One `node --test` run; answers whether it passed. A live pass prints as it goes; the other
  * keeps its output and prints it whole at its end, so that the two do not interleave.
  */
@@ -137,7 +144,11 @@ function pass(name, list, env, live) {
     // --liftoff-only: V8 compiles WebAssembly (the embedded store's PostgreSQL, 9 MB) with its
     // baseline compiler alone. Its optimising tier pays off in a long-lived server, not in a test
     // process of seconds: it cost about a quarter of a short test file's CPU time.
-    const child = spawn(process.execPath, ['--enable-source-maps', '--liftoff-only', '--test', '--test-reporter=spec', '--test-concurrency=2', ...list], {
+    // A test file that hangs (a hook that never settles, a handle left open) fails by name after
+    // FILE_TIMEOUT_MS instead of holding the run forever: node's runner applies --test-timeout to
+    // each file as a whole, and --test-force-exit ends a file's process once its tests are done.
+    const child = spawn(process.execPath, ['--enable-source-maps', '--liftoff-only', '--test', '--test-reporter=spec', '--test-concurrency=2',
+      `--test-timeout=${FILE_TIMEOUT_MS}`, '--test-force-exit', ...list], {
       stdio: ['ignore', live ? 'inherit' : 'pipe', live ? 'inherit' : 'pipe'],
       env: { ...process.env, ...templates, ...env },
     });
