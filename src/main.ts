@@ -138,6 +138,8 @@ export interface Skyport {
   /** Opens the HTTP API and the device gateway on the ports of the settings (or the overrides). */
   listen(overrides?: Partial<Pick<Settings, 'host' | 'port' | 'mqttPort' | 'mqttWsPort'>>): Promise<ListenAddresses>;
   close(): Promise<void>;
+  /** The step a shutdown under way is at (null before `close`): what a shutdown that takes too long waits for. */
+  shutdownStage(): string | null;
 }
 
 function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics, here: HeldDevices, updates: { source: FirmwareSource | undefined; links: FirmwareLinks }) {
@@ -370,6 +372,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   rolloutTicks.unref();
 
   let closed = false;
+  let stage: string | null = null;
   return {
     settings,
     db,
@@ -420,23 +423,33 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       clearInterval(sweep);
       clearInterval(rolloutTicks);
       for (const unlisten of unlistenScopes) unlisten();
+      // Each step is named before it is awaited, so that a shutdown that hangs says where.
       // Stop taking connections, disconnect the devices (which lets the listeners finish closing).
+      stage = 'disconnecting the devices';
       const stopped = listeners?.close();
       await gateway.close(settings.shutdownGraceSeconds * 1000);
       await stopped;
       // The transfers the disconnections cut have their progress stored.
+      stage = 'storing the firmware transfers cut short';
       await services.firmwareUpdates.close();
       // After the devices: their last events' deliveries are stored; those under way finish, the rest go back to the store.
+      stage = 'finishing the webhook deliveries under way';
       await services.webhooks.stop();
       // Its devices are stored offline: the lease goes, and another node leads.
+      stage = 'giving up the node\'s lease';
       await duties?.close();
+      stage = 'finishing the HTTP requests under way';
       await app.close();
       // After the streams ended: the other nodes stop counting this node's at once.
       rateLimits.close();
       caches.close();
       store.close();
+      stage = 'closing the connection to NATS';
       await bus.close();
+      stage = 'closing the store';
       await db.close();
+      stage = 'closed';
     },
+    shutdownStage: () => stage,
   };
 }

@@ -58,7 +58,7 @@ export function exitOnSignals(skyport: Skyport, graceSeconds: number): void {
     stopping = true;
     skyport.app.log.info({ signal }, 'shutting down');
     const force = setTimeout(() => {
-      skyport.app.log.warn('in-flight requests did not finish in time; exiting');
+      skyport.app.log.warn({ stage: skyport.shutdownStage() }, 'the shutdown did not finish in time; exiting');
       process.exit(1);
     }, graceSeconds * 1000);
     force.unref();

@@ -97,3 +97,26 @@ test('the API answers 200 once the deliveries are stored, 503 when they cannot b
     (faulty as FaultyDb).unreachable = false;
   }
 });
+
+test('a node\'s shutdown lets a delivery under way finish, and says meanwhile that it waits for it', async () => {
+  const node = await startTestServer({ env: { WEBHOOK_ALLOW_PRIVATE: '127.0.0.1' } });
+  let closing: Promise<void> | undefined;
+  receiver.answer((r) => (r.url === '/slow' ? { status: 200, body: 'ok', delayMs: 1500 } : { status: 200, body: 'ok' }));
+  try {
+    const { token } = await signUp(node.url);
+    const product = (await newProduct(node.url, token)).id;
+    await node.skyport.services.webhooks.manage.create({ kind: 'product', productId: product }, { event: 'slow', url: `${receiver.url}/slow` }, { account: { kind: 'product', id: String(product) }, ip: null });
+    const sent = await raw(`${node.url}/v1/products/${product}/events`, { method: 'POST', token, json: { name: 'slow', data: 'x' } });
+    assert.equal(sent.status, 200, sent.text);
+    const request = await eventually(() => receiver.received.find((r) => r.url === '/slow'), 5000, 'the delivery at the receiver');
+    assert.equal(node.skyport.shutdownStage(), null, 'no shutdown before close');
+    closing = node.close();
+    await eventually(() => (node.skyport.shutdownStage() === 'finishing the webhook deliveries under way' ? true : undefined), 1400, 'the shutdown to wait for the delivery');
+    await closing;
+    assert.equal(node.skyport.shutdownStage(), 'closed');
+    assert.ok(Date.now() - request.at >= 1500, 'the node closed only once the receiver had answered');
+  } finally {
+    receiver.answer({ status: 200, body: 'ok' });
+    await (closing ?? node.close());
+  }
+});

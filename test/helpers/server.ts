@@ -119,10 +119,29 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     clock,
     async close() {
       forget();
-      await skyport.close();
+      await closeWithin(skyport, CLOSE_LIMIT_MS);
       if (!options.store) await store.drop();
     },
   };
+}
+
+/** Far beyond what a node's shutdown takes in a test (its grace for devices is SHUTDOWN_GRACE_SECONDS). */
+const CLOSE_LIMIT_MS = 60_000;
+
+/**
+ * Closes the node; one that has not closed within `ms` fails the test with the step its shutdown
+ * waits for (Skyport.shutdownStage), instead of holding the test file until the runner's limit.
+ */
+async function closeWithin(skyport: Skyport, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`node ${skyport.bus.nodeId} did not close within ${ms / 1000} s; its shutdown was at: ${skyport.shutdownStage()}`)), ms);
+  });
+  try {
+    await Promise.race([skyport.close(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export { manualClock };
