@@ -346,11 +346,25 @@ export class Device extends EventEmitter {
     this.setOnline(false);
   }
 
-  /** Publishes an event (docs/device-protocol.md, "Events"); resolves on the cloud's PUBACK. */
+  /**
+   * Publishes an event (docs/device-protocol.md, "Events"); resolves on the cloud's PUBACK, and
+   * rejects if the connection it went out on closes before that.
+   */
   async publish(name: string, data?: string | null, options: { ttl?: number; private?: boolean } = {}): Promise<void> {
     const client = this.mustBeConnected();
     const body = { data: data ?? null, ttl: options.ttl ?? 60, private: options.private ?? true };
-    await client.publishAsync(`devices/${this.id}/events/${name}`, JSON.stringify(body), { qos: 1 });
+    // Each connection is a client of its own, and a new one does not send again what an old one
+    // had in flight: a connection that closes before the PUBACK rejects the publish instead of
+    // leaving it unsettled. The cloud may or may not have stored the event.
+    await new Promise<void>((resolve, reject) => {
+      const lost = () => reject(new Error('the connection closed before the cloud acknowledged the event'));
+      client.once('close', lost);
+      client.publish(`devices/${this.id}/events/${name}`, JSON.stringify(body), { qos: 1 }, (err) => {
+        client.off('close', lost);
+        if (err) reject(err);
+        else resolve();
+      });
+    });
   }
 
   /** Presents a claim code ("Claiming"); resolves when the cloud says the device is claimed. */
