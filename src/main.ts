@@ -371,7 +371,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
   }, settings.firmwareRolloutTickSeconds * 1000);
   rolloutTicks.unref();
 
-  let closed = false;
+  /** Where close() is: null until it is called, then each step's name (shutdownStage). */
   let stage: string | null = null;
   return {
     settings,
@@ -418,14 +418,13 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
       }
     },
     async close() {
-      if (closed) return;
-      closed = true;
-      clearInterval(sweep);
-      clearInterval(rolloutTicks);
-      for (const unlisten of unlistenScopes) unlisten();
+      if (stage !== null) return;
       // Each step is named before it is awaited, so that a shutdown that hangs says where.
       // Stop taking connections, disconnect the devices (which lets the listeners finish closing).
       stage = 'disconnecting the devices';
+      clearInterval(sweep);
+      clearInterval(rolloutTicks);
+      for (const unlisten of unlistenScopes) unlisten();
       const stopped = listeners?.close();
       await gateway.close(settings.shutdownGraceSeconds * 1000);
       await stopped;
