@@ -218,6 +218,12 @@ export function createWebhooksRepository(db: Queryable) {
      * whose webhook was deleted meanwhile (its deliveries with it) must not fail the whole batch
      * on the attempts' foreign key. The UPDATE locks the rows it settles, so they stay until the
      * INSERT has referenced them.
+     *
+     * Not prepared: a plan is then made for the table as it is at each run. A prepared one kept
+     * the plan made while the table was small, a hash join over all of `webhook_deliveries`, and
+     * under a flood that grows the table by thousands of rows a second it read every row at
+     * every batch until the next ANALYZE (docs/benchmarks.md, "Webhooks"). Planning costs little
+     * beside a batch of rows.
      */
     async recordAttempts(outcomes: AttemptOutcome[], q: Queryable = db): Promise<void> {
       if (outcomes.length === 0) return;
@@ -238,7 +244,6 @@ export function createWebhooksRepository(db: Queryable) {
         [a.map((x) => x.deliveryId), a.map((x) => x.n), a.map((x) => x.webhookId), a.map((x) => x.at.toISOString()), a.map((x) => x.outcome),
           a.map((x) => x.status), a.map((x) => x.latencyMs), a.map((x) => x.answer), a.map((x) => x.error),
           d.map((x) => x.status), d.map((x) => x.attempts), d.map((x) => x.skipped), d.map((x) => x.nextAt.toISOString()), d.map((x) => x.finishedAt?.toISOString() ?? null)],
-        { prepare: true },
       );
     },
 

@@ -1,0 +1,61 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { freshStore, STORE, type TestStore } from './helpers/server.js';
+import type { Db, Queryable } from '../src/storage/db.js';
+import { migrate } from '../src/storage/migrate.js';
+import { createWebhooksRepository, type AttemptOutcome } from '../src/repositories/webhooks.repository.js';
+
+/**
+ * Statements on tables that grow fast under load must be planned for the table as it is, not as
+ * it was when a plan was first cached: a plan made while `webhook_deliveries` held a few rows
+ * reads the whole table (a sequential scan), and kept for a prepared statement it went on doing
+ * so while a flood grew the table to 100,000 rows, until the next ANALYZE (docs/benchmarks.md,
+ * "Webhooks"). Each check counts the table's sequential scans in its own transaction
+ * (`pg_stat_xact_user_tables`), so that nothing depends on when statistics are flushed.
+ */
+let store: TestStore;
+let db: Db;
+before(async () => {
+  store = await freshStore();
+  db = await store.open();
+  await migrate(db);
+});
+after(async () => {
+  await db.close();
+  await store.drop();
+});
+
+async function seqScans(q: Queryable, table: string): Promise<number> {
+  const rows = await q.query<{ n: number | string }>('SELECT seq_scan AS n FROM pg_stat_xact_user_tables WHERE relname = $1', [table]);
+  return Number(rows[0]?.n ?? 0);
+}
+
+function delivered(id: string, at: Date): AttemptOutcome {
+  return {
+    attempt: { deliveryId: id, n: 1, at, outcome: 'delivered', status: 200, latencyMs: 3, answer: 'ok', error: null, webhookId: 'wh_plans' },
+    delivery: { status: 'delivered', attempts: 1, skipped: 0, nextAt: at, finishedAt: at },
+  };
+}
+
+test(`${STORE}: settling deliveries finds them by key after the table grew, whatever was planned while it was small`, async () => {
+  const repo = createWebhooksRepository(db);
+  const at = new Date('2026-12-01T00:00:00Z');
+  const insertDeliveries = (q: Queryable, from: number, to: number) => q.query(
+    `INSERT INTO webhook_deliveries (id, webhook_id, event, status, next_at, created_at)
+     SELECT 'msg_' || g, 'wh_plans', '{"name":"t","data":"x"}', 'pending', $3, $3 FROM generate_series($1::int, $2::int) AS g`, [from, to, at]);
+  await db.transaction(async (tx) => {
+    await tx.query(`INSERT INTO webhooks (id, owner_kind, owner_id, spec, secret, created_at, updated_at) VALUES ('wh_plans', 'user', 'u1', '{}', 'whsec_x', $1, $1)`, [at]);
+    // Small: a plan cached now (PostgreSQL caches a generic plan after five runs) would scan.
+    await insertDeliveries(tx, 1, 20);
+    for (let i = 1; i <= 8; i++) await repo.recordAttempts([delivered(`msg_${i}`, at)], tx);
+    // Grown, as under a flood, with no ANALYZE in between.
+    await insertDeliveries(tx, 21, 30_000);
+    const before = await seqScans(tx, 'webhook_deliveries');
+    await repo.recordAttempts(['msg_29000', 'msg_29001', 'msg_29002'].map((id) => delivered(id, at)), tx);
+    assert.equal(await seqScans(tx, 'webhook_deliveries') - before, 0, 'the settle read the whole table');
+    const settled = await tx.query<{ n: number | string }>("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'delivered'");
+    assert.equal(Number(settled[0]?.n), 11);
+    const attempts = await tx.query<{ n: number | string }>("SELECT count(*) AS n FROM webhook_attempts WHERE webhook_id = 'wh_plans'");
+    assert.equal(Number(attempts[0]?.n), 11);
+  });
+});
