@@ -3,13 +3,14 @@ import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { createSender } from '../../src/services/webhooks/sender.js';
+import { createSender, MAX_ANSWER_BYTES } from '../../src/services/webhooks/sender.js';
 import { destinationCheck } from '../../src/services/webhooks/destinations.js';
 
 /*
  * The sender's deadline covers the whole exchange: a receiver that never answers, and one that
  * sends its answer's head and then its body a byte at a time (never idle long enough for a read
- * time-out), are cut off after the time-out, each a "no answer".
+ * time-out), are cut off after the time-out, each a "no answer". An answer is read up to its
+ * bound and no further.
  */
 const TIMEOUT_MS = 300;
 const held: ServerResponse[] = [];
@@ -22,6 +23,12 @@ const receiver = createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
       const drip = setInterval(() => res.write('a'), 100);
       res.on('close', () => clearInterval(drip));
+    } else if (req.url === '/endless') {
+      // An answer that never ends, as fast as the connection takes it.
+      res.writeHead(200, { 'content-type': 'text/plain', 'retry-after': '7' });
+      const more = () => { while (res.write('b'.repeat(16 * 1024))); };
+      res.on('drain', more);
+      more();
     } else res.end('thanks');
   });
 });
@@ -44,6 +51,13 @@ const post = (path: string) => sender.send({ method: 'POST', url: `${base}${path
 test('an answer is read whole', async () => {
   const r = await post('/ok');
   assert.deepEqual({ status: r.status, body: r.body, error: r.error }, { status: 200, body: 'thanks', error: null });
+});
+
+test('an answer is read up to its bound: one that never ends is cut there, with its status and headers', async () => {
+  const r = await post('/endless');
+  assert.deepEqual({ status: r.status, length: r.body.length, retryAfter: r.retryAfter, error: r.error }, { status: 200, length: MAX_ANSWER_BYTES, retryAfter: '7', error: null });
+  assert.equal(r.body, 'b'.repeat(MAX_ANSWER_BYTES));
+  assert.equal((await post('/ok')).body, 'thanks', 'the sender goes on');
 });
 
 test('a receiver that never answers, and one that sends its answer\'s body a byte at a time, time out', { timeout: 10_000 }, async () => {

@@ -1,7 +1,6 @@
 import { lookup as dnsLookup } from 'node:dns';
-import { EventEmitter } from 'node:events';
 import { isIP, type LookupFunction } from 'node:net';
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { hostOf, type DestinationCheck } from './destinations.js';
 import type { OutgoingRequest } from './request.js';
 
@@ -20,6 +19,18 @@ export interface AttemptResult {
   error: string | null;
   /** The destination was refused before connecting: not worth retrying until the webhook changes. */
   refused: boolean;
+}
+
+interface Target { origin: string; path: string; refused: string | null }
+
+/** A header's value among undici's raw headers (name, value, name, value, …), by its name in lower case. */
+function headerValue(raw: Buffer[] | string[] | null, name: string): string | undefined {
+  if (!raw) return undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const key = raw[i] as Buffer | string;
+    if (key.length === name.length && key.toString().toLowerCase() === name) return (raw[i + 1] as Buffer | string).toString();
+  }
+  return undefined;
 }
 
 class RefusedDestination extends Error {
@@ -59,64 +70,93 @@ export function createSender(options: { check: DestinationCheck; connectionsPerH
   };
 
   /**
-   * An address in the URL itself is connected to without a lookup: checked here. The answer is
-   * kept per URL (parsing the URL and checking the address cost about 6 µs, a few per cent of a
-   * delivery's CPU), in a table emptied when it fills, since templated URLs may differ per event.
+   * Where a URL goes (undici's origin and path), and, for an address in the URL itself, which is
+   * connected to without a lookup, whether it is refused. Kept per URL (parsing the URL and
+   * checking the address cost about 6 µs, a few per cent of a delivery's CPU), in a table emptied
+   * when it fills, since templated URLs may differ per event.
    */
-  const literals = new Map<string, string | null>();
-  const literalRefusal = (url: string): string | null => {
-    let refused = literals.get(url);
-    if (refused === undefined) {
+  const targets = new Map<string, Target>();
+  const targetOf = (url: string): Target => {
+    let target = targets.get(url);
+    if (target === undefined) {
+      const parsed = new URL(url);
       const host = hostOf(url);
-      refused = isIP(host) ? options.check(host) : null;
-      if (literals.size >= 1000) literals.clear();
-      literals.set(url, refused);
+      target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}`, refused: isIP(host) ? options.check(host) : null };
+      if (targets.size >= 1000) targets.clear();
+      targets.set(url, target);
     }
-    return refused;
+    return target;
   };
 
-  async function send(r: OutgoingRequest, rejectUnauthorized: boolean): Promise<AttemptResult> {
+  /**
+   * One exchange through undici's dispatcher, its answer gathered by a handler of our own: the
+   * `request` API wraps every answer in a stream read through an async iterator, which cost more
+   * CPU than the rest of the exchange (docs/benchmarks.md, "Webhooks").
+   */
+  function send(r: OutgoingRequest, rejectUnauthorized: boolean): Promise<AttemptResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const failed = (error: string, refused = false): AttemptResult => ({ status: null, latencyMs: elapsed(), body: '', retryAfter: undefined, error, refused });
-    const refused = literalRefusal(r.url);
-    if (refused) return failed(refused, true);
-    // One deadline for the whole exchange: connecting, the answer's head and its body (a receiver
-    // that sends its answer a byte at a time is cut off too). undici takes an EventEmitter as the
-    // request's signal as well as an AbortSignal: an AbortSignal (AbortSignal.timeout) cost about
-    // 50 µs of CPU per request in undici 6 on Node 20, half of what the rest of a request costs
-    // (docs/benchmarks.md, "Webhooks"), where an emitter and a timer cost a few.
-    const deadline = new EventEmitter();
-    const timer = setTimeout(() => deadline.emit('abort'), timeoutMs).unref();
+    let target: Target;
     try {
-      const res = await request(r.url, {
-        method: r.method,
-        headers: r.headers,
-        body: r.body === '' ? null : r.body,
-        dispatcher: rejectUnauthorized ? agents.verified : agents.unverified,
-        signal: deadline,
-      });
+      target = targetOf(r.url);
+    } catch {
+      return Promise.resolve(failed('the request is invalid: the URL does not parse', true));
+    }
+    if (target.refused) return Promise.resolve(failed(target.refused, true));
+    const dispatcher = rejectUnauthorized ? agents.verified : agents.unverified;
+    return new Promise<AttemptResult>((resolve) => {
+      let abort: ((err: Error) => void) | null = null;
+      let deadlinePassed: Error | null = null;
+      let settled = false;
+      let status = 0;
+      let retryAfter: string | undefined;
       const chunks: Buffer[] = [];
       let size = 0;
-      for await (const chunk of res.body) {
-        const b = chunk as Buffer;
-        chunks.push(size + b.length > MAX_ANSWER_BYTES ? b.subarray(0, MAX_ANSWER_BYTES - size) : b);
-        size += b.length;
-        if (size >= MAX_ANSWER_BYTES) {
-          res.body.destroy();
-          break;
-        }
-      }
-      const retryAfter = res.headers['retry-after'];
-      return {
-        status: res.statusCode, latencyMs: elapsed(), body: Buffer.concat(chunks).toString('utf8'),
-        retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, error: null, refused: false,
+      const finish = (result: AttemptResult) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(result);
       };
-    } catch (err) {
-      return failed(...describe(err, timeoutMs));
-    } finally {
-      clearTimeout(timer);
-    }
+      const answered = () => finish({ status, latencyMs: elapsed(), body: Buffer.concat(chunks).toString('utf8'), retryAfter, error: null, refused: false });
+      // One deadline for the whole exchange: waiting for a connection, the answer's head and its
+      // body (a receiver that sends its answer a byte at a time is cut off too).
+      const timer = setTimeout(() => {
+        const err = Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { name: 'AbortError' });
+        if (abort) abort(err);
+        else deadlinePassed = err;
+      }, timeoutMs).unref();
+      try {
+        dispatcher.dispatch({ origin: target.origin, path: target.path, method: r.method as Dispatcher.HttpMethod, headers: r.headers, body: r.body === '' ? null : r.body }, {
+          onConnect(cancel) {
+            // The deadline passed while the request waited for a connection: it goes no further.
+            if (deadlinePassed) cancel(deadlinePassed);
+            else abort = cancel;
+          },
+          onHeaders(statusCode, headers) {
+            status = statusCode;
+            retryAfter = headerValue(headers, 'retry-after');
+            return true;
+          },
+          onData(chunk) {
+            chunks.push(size + chunk.length > MAX_ANSWER_BYTES ? chunk.subarray(0, MAX_ANSWER_BYTES - size) : chunk);
+            size += chunk.length;
+            if (size < MAX_ANSWER_BYTES) return true;
+            // Enough for the log and a response template: the answer is taken as it is, the rest is not read.
+            answered();
+            abort?.(new Error('answer read up to its bound'));
+            return false;
+          },
+          onComplete: answered,
+          onError(err) {
+            finish(failed(...describe(err, timeoutMs)));
+          },
+        });
+      } catch (err) {
+        finish(failed(...describe(err, timeoutMs)));
+      }
+    });
   }
 
   return {
