@@ -112,7 +112,11 @@ export function createGateway(deps: GatewayDeps) {
     connectOutcome: (outcome) => deps.connectOutcome?.(outcome),
     publishEvent(from, e) {
       const d = from.device as SessionDevice;
-      const event: CloudEvent = { ...e, published_at: deps.clock.now().toISOString(), coreid: d.id, owner: d.owner, productId: d.productId };
+      // Every field named, in CloudEvent's order: a spread of `e` made V8 miss its store caches
+      // on each event: 4-5 % of the server's CPU under a flood of events (`perf`, docs/benchmarks.md).
+      const event: CloudEvent = {
+        name: e.name, data: e.data, ttl: e.ttl, published_at: deps.clock.now().toISOString(), coreid: d.id, private: e.private, owner: d.owner, productId: d.productId,
+      };
       deps.bus.publish(event);
       return deps.enqueue?.(event) ?? null;
     },
