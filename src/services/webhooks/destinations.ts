@@ -37,9 +37,14 @@ export function destinationCheck(allowed: readonly string[]): DestinationCheck {
   };
 }
 
-/** The host of a URL as the resolver takes it (IPv6 without brackets). */
+/** The host of a URL, template tags and all, as the resolver takes it (IPv6 without brackets). */
 export function hostOf(url: string): string {
-  const host = new URL(url.replace(/\{\{\{?[^}]*\}?\}\}/g, 'x')).hostname;
+  return hostOfUrl(new URL(url.replace(/\{\{\{?[^}]*\}?\}\}/g, 'x')));
+}
+
+/** The host of a parsed URL as the resolver takes it (IPv6 without brackets). */
+export function hostOfUrl(url: URL): string {
+  const host = url.hostname;
   return host.startsWith('[') ? host.slice(1, -1) : host;
 }
 

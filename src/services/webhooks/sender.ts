@@ -1,7 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
-import { hostOf, type DestinationCheck } from './destinations.js';
+import { hostOfUrl, type DestinationCheck } from './destinations.js';
 import type { OutgoingRequest } from './request.js';
 
 /** Particle's time-out for a webhook's answer. */
@@ -80,7 +80,7 @@ export function createSender(options: { check: DestinationCheck; connectionsPerH
     let target = targets.get(url);
     if (target === undefined) {
       const parsed = new URL(url);
-      const host = hostOf(url);
+      const host = hostOfUrl(parsed);
       target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}`, refused: isIP(host) ? options.check(host) : null };
       if (targets.size >= 1000) targets.clear();
       targets.set(url, target);
