@@ -504,7 +504,7 @@ async function main(): Promise<void> {
       console.log(`\nprobe: ${phase} (${r.store}), ${r.probe.seconds} s profiled, ${r.probe.profile}`);
       console.log(`  by area: ${r.probe.byArea.slice(0, 8).map((x) => `${x.area} ${x.pct}%`).join(', ')}`);
       console.log(`  by self time: ${r.probe.bySelf.slice(0, 10).map((x) => `${x.fn} ${x.pct}%`).join('; ')}`);
-      console.log(`  statements: ${r.probe.queries.slice(0, 6).map((q) => `${q.calls}× ${q.sql.slice(0, 70)}`).join('; ')}`);
+      console.log(`  statements: ${r.probe.queries.slice(0, 6).map((q) => `${q.calls}× (${q.rows} rows${q.ms === undefined ? '' : `, ${Math.round(q.ms)} ms`}) ${q.sql.slice(0, 70)}`).join('\n              ')}`);
     }
   }
 

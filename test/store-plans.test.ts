@@ -59,3 +59,26 @@ test(`${STORE}: settling deliveries finds them by key after the table grew, what
     assert.equal(Number(attempts[0]?.n), 11);
   });
 });
+
+test(`${STORE}: claiming due deliveries leaves those of the webhooks excluded (a sleeping host's) where they are`, async () => {
+  const repo = createWebhooksRepository(db);
+  const at = new Date('2026-12-02T00:00:00Z');
+  await db.transaction(async (tx) => {
+    for (const id of ['wh_asleep', 'wh_awake']) {
+      await tx.query(`INSERT INTO webhooks (id, owner_kind, owner_id, spec, secret, created_at, updated_at) VALUES ($1, 'user', 'u1', '{}', 'whsec_x', $2, $2)`, [id, at]);
+    }
+    await tx.query(
+      `INSERT INTO webhook_deliveries (id, webhook_id, event, status, next_at, created_at)
+       SELECT 'due_' || g, CASE WHEN g % 2 = 0 THEN 'wh_asleep' ELSE 'wh_awake' END, '{"name":"t","data":"x"}', 'pending', $1, $1 FROM generate_series(1, 40) AS g`, [at]);
+  });
+  const now = new Date(at.getTime() + 1000);
+  // (The test above leaves its webhook's deliveries due: they stay out of this one's counts.)
+  const claimed = await repo.claimDue('n1', now, new Date(now.getTime() + 60_000), 100, ['wh_asleep', 'wh_plans']);
+  assert.equal(claimed.length, 20);
+  assert.ok(claimed.every((d) => d.webhookId === 'wh_awake'));
+  const left = await db.query<{ n: number | string }>("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = 'wh_asleep' AND status = 'pending'");
+  assert.equal(Number(left[0]?.n), 20, 'the sleeping host\'s deliveries were not taken');
+  // Once the host wakes, they are taken.
+  const rest = await repo.claimDue('n1', now, new Date(now.getTime() + 60_000), 100, ['wh_plans']);
+  assert.deepEqual([rest.length, rest.every((d) => d.webhookId === 'wh_asleep')], [20, true]);
+});

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { systemClock } from '../../src/platform/clock.js';
 import type { AttemptOutcome, DeliveryRecord, WebhookRecord, WebhooksRepository } from '../../src/repositories/webhooks.repository.js';
-import { createHosts } from '../../src/services/webhooks/hosts.js';
+import { createHosts, type Hosts } from '../../src/services/webhooks/hosts.js';
 import { createWebhookIndex } from '../../src/services/webhooks/matching.js';
 import type { OutgoingRequest } from '../../src/services/webhooks/request.js';
 import type { AttemptResult, Sender } from '../../src/services/webhooks/sender.js';
@@ -33,7 +33,7 @@ function delivery(webhookId: string): DeliveryRecord {
 }
 
 /** A receiver per host that answers when told to; a store whose writes of attempts wait until let go. */
-function harness(options: { concurrency: number; hostConcurrency: number; stored?: DeliveryRecord[] }, hooks: WebhookRecord[]) {
+function harness(options: { concurrency: number; hostConcurrency: number; stored?: DeliveryRecord[]; hosts?: Hosts }, hooks: WebhookRecord[]) {
   const index = createWebhookIndex();
   index.replace(hooks);
   const sent: OutgoingRequest[] = [];
@@ -46,6 +46,7 @@ function harness(options: { concurrency: number; hostConcurrency: number; stored
     close: async () => undefined,
   };
   const recorded: AttemptOutcome[] = [];
+  const excluded: string[][] = [];
   let storeOpen: () => void = () => undefined;
   let storeGate = Promise.resolve();
   const repo = {
@@ -53,19 +54,25 @@ function harness(options: { concurrency: number; hostConcurrency: number; stored
       await storeGate;
       recorded.push(...outcomes);
     },
-    // Due deliveries in the store, handed out up to each poll's room.
-    claimDue: async (_node: string, _now: Date, _until: Date, limit: number) => (options.stored ?? []).splice(0, limit),
+    // Due deliveries in the store, handed out up to each poll's room, but those of the webhooks excluded.
+    claimDue: async (_node: string, _now: Date, _until: Date, limit: number, exclude: string[] = []) => {
+      excluded.push(exclude);
+      const stored = options.stored ?? [];
+      const taken = stored.filter((d) => !exclude.includes(d.webhookId)).slice(0, limit);
+      for (const d of taken) stored.splice(stored.indexOf(d), 1);
+      return taken;
+    },
     release: async () => undefined,
   } as unknown as WebhooksRepository;
   const worker = createWorker({
-    repo, index, sender, hosts: createHosts({ concurrency: options.hostConcurrency, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 }), clock: systemClock,
+    repo, index, sender, hosts: options.hosts ?? createHosts({ concurrency: options.hostConcurrency, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 }), clock: systemClock,
     log: () => quiet, node: 'n1', leaseMs: 60_000, concurrency: options.concurrency, pollMs: 60_000,
     context: async (d) => ({ id: d.id, name: d.event.name, data: d.event.data, coreid: d.event.coreid, published_at: d.event.published_at, productId: 1, ownerName: null, firmwareVersion: null }),
     publish: () => undefined,
     attempted: () => undefined,
   });
   return {
-    worker, sent, recorded,
+    worker, sent, recorded, excluded,
     /** Answers every request sent so far. */
     answerAll: () => { for (const a of answers.splice(0)) a(); },
     closeStore: () => { storeGate = new Promise((resolve) => { storeOpen = resolve; }); },
@@ -157,4 +164,25 @@ test('a backlog in the store drains at the sending rate: a poll that filled its 
   await h.worker.stop(5000);
   assert.equal(stored.length, 0, 'every stored delivery was taken');
   assert.equal(h.sent.length, 50);
+});
+
+test('a sleeping host\'s due deliveries stay in the store: the poll does not take them only to skip them again', async () => {
+  const asleep = webhook('w-asleep', 'https://asleep.example/hook');
+  const awake = webhook('w-awake', 'https://awake.example/hook');
+  const hosts = createHosts({ concurrency: 4, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 });
+  for (let i = 0; i < 5; i++) {
+    hosts.start('asleep.example');
+    hosts.finish('asleep.example', false, Date.now());
+  }
+  assert.ok(hosts.sleepingUntil('asleep.example', Date.now()) > 0);
+  const stored = [delivery(asleep.id), delivery(awake.id), delivery(asleep.id), delivery(awake.id)];
+  const h = harness({ concurrency: 4, hostConcurrency: 4, stored, hosts }, [asleep, awake]);
+  h.worker.start();
+  await turns();
+  assert.deepEqual(h.excluded[0], ['w-asleep']);
+  assert.deepEqual(h.sent.map(hostOfRequest), ['awake.example', 'awake.example']);
+  assert.deepEqual(stored.map((d) => d.webhookId), ['w-asleep', 'w-asleep'], 'left in the store, not skipped');
+  h.answerAll();
+  await h.worker.stop(5000);
+  assert.deepEqual(h.recorded.map((o) => o.attempt.outcome), ['delivered', 'delivered']);
 });

@@ -41,6 +41,12 @@ export function createHosts(options: HostOptions = HOST_DEFAULTS) {
       const h = hosts.get(name);
       return h && h.sleepingUntil > now ? h.sleepingUntil : 0;
     },
+    /** The hosts that sleep now (their deliveries stay in the store until they wake). */
+    sleeping(now: number): Set<string> {
+      const out = new Set<string>();
+      for (const [name, h] of hosts) if (h.sleepingUntil > now) out.add(name);
+      return out;
+    },
     hasRoom: (name: string) => (hosts.get(name)?.inFlight ?? 0) < options.concurrency,
     start(name: string): void { host(name).inFlight += 1; },
     /** One delivery to the host ended; answers whether the host now sleeps. */

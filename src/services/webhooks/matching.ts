@@ -55,6 +55,7 @@ export function createWebhookIndex() {
     /** The ids of a scope's webhooks: a product's, or an account's own. */
     of: (scope: WebhookScope): string[] => (scope.kind === 'product' ? byProduct.get(scope.productId) : byOwner.get(ownerKey(scope.owner)))?.map((w) => w.id) ?? [],
     get size(): number { return byId.size; },
+    all: (): IterableIterator<WebhookRecord> => byId.values(),
     /**
      * The webhooks an event triggers: a user's for events of the devices they own and what they
      * publish, a product's for its fleet's events and what is published to it.

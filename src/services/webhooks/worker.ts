@@ -249,6 +249,20 @@ export function createWorker(deps: WorkerDeps) {
     deps.attempted({ delivery: { ...d, ...state }, webhook, result, outcome, final });
   }
 
+  /**
+   * The webhooks whose host sleeps: the poll leaves their due deliveries in the store until it
+   * wakes. Taken, each would only be skipped again, a write and a `hook-error` each: a backlog
+   * (an outage's) went round at a poll's room every second, and its writes slowed every other
+   * webhook's deliveries (docs/benchmarks.md, "Webhooks").
+   */
+  function asleep(now: number): string[] {
+    const hosts = deps.hosts.sleeping(now);
+    if (hosts.size === 0) return [];
+    const ids: string[] = [];
+    for (const w of deps.index.all()) if (hosts.has(hostFor(w))) ids.push(w.id);
+    return ids;
+  }
+
   async function poll(): Promise<void> {
     if (stopped || polling) return;
     const room = deps.concurrency * 2 - inFlight - held;
@@ -257,7 +271,7 @@ export function createWorker(deps: WorkerDeps) {
     try {
       const now = clock.nowMs();
       const until = now + deps.leaseMs;
-      const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room);
+      const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room, asleep(now));
       more = due.length === room;
       if (due.length > 0) take(due, until);
     } catch (err) {
