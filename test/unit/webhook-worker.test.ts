@@ -178,6 +178,8 @@ test('a sleeping host\'s due deliveries stay in the store: the poll does not tak
   const stored = [delivery(asleep.id), delivery(awake.id), delivery(asleep.id), delivery(awake.id)];
   const h = harness({ concurrency: 4, hostConcurrency: 4, stored, hosts }, [asleep, awake]);
   h.worker.start();
+  // The first poll runs on a timer: wait for its sends (a loaded machine takes more turns).
+  for (const until = Date.now() + 5000; h.sent.length < 2 && Date.now() < until;) await new Promise((r) => setTimeout(r, 1));
   await turns();
   assert.deepEqual(h.excluded[0], ['w-asleep']);
   assert.deepEqual(h.sent.map(hostOfRequest), ['awake.example', 'awake.example']);
