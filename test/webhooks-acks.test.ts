@@ -85,6 +85,17 @@ test('deliveries that cannot be stored: MQTT 5 hears 0x80 and the publish fails;
   assert.match(await Promise.race([outcome, new Promise<string>((resolve) => setTimeout(() => resolve('not settled'), 2000))]), /connection closed before the cloud acknowledged/);
 });
 
+test('event data with a NUL or a lone surrogate, which the store cannot hold, is refused as bad input; the device stays and its next event is delivered', async () => {
+  for (const bad of ['a\u0000b', 'half \ud800 a pair']) {
+    const d = await device(4);
+    const outcome = await d.publish('reading', bad).then(() => 'acknowledged', (err: Error) => err.message);
+    assert.equal(d.state, 'online', `the connection stays (${outcome})`);
+    await d.publish('reading', `after ${bad.length}`);
+    await eventually(() => receiver.received.find((r) => r.url === '/acks' && r.body.includes(`after+${bad.length}`)), 5000, 'the next event is delivered');
+    assert.equal(receiver.received.some((r) => r.url === '/acks' && r.body.includes('data=a%00b')), false);
+  }
+});
+
 test('the API answers 200 once the deliveries are stored, 503 when they cannot be', async () => {
   const url = `${server.url}/v1/products/${productId}/events`;
   const ok = await raw(url, { method: 'POST', token: owner, json: { name: 'reading', data: 'from-api' } });

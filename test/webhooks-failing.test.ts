@@ -49,3 +49,18 @@ test('a webhook that failed and then delivered is failing no more', async () => 
   await device.publish('flaky', 'third');
   await eventually(async () => ((await view()).failing_since === null ? true : undefined), 5000, 'a success clears failing_since');
 });
+
+test('an answer with a NUL byte is logged with it replaced; its attempt is recorded, not sent again', async () => {
+  receiver.answer((r) => (r.url === '/nul' ? { status: 200, body: 'ok\u0000done' } : { status: 200, body: 'ok' }));
+  const created = await raw(`${server.url}/v1/products/${productId}/webhooks`, { method: 'POST', token: owner, json: { event: 'nul', url: `${receiver.url}/nul` } });
+  assert.equal(created.status, 201, created.text);
+  const id = created.json.id as string;
+  await device.publish('nul', 'x');
+  const log = await eventually(async () => {
+    const answer = await raw(`${server.url}/v1/products/${productId}/webhooks/${id}/deliveries`, { token: owner });
+    const first = (answer.json.deliveries as Array<{ status: string; attempts: Array<{ answer: string | null }> }>)[0];
+    return first?.status === 'delivered' ? first : undefined;
+  }, 5000, 'the delivery is recorded as delivered');
+  assert.equal(log.attempts[0]?.answer, 'ok\uFFFDdone');
+  assert.equal(receiver.received.filter((r) => r.url === '/nul').length, 1);
+});

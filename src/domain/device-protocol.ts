@@ -168,11 +168,17 @@ export function parseReply(payload: Buffer): Reply {
 
 export interface DeviceEvent { data: string | null; ttl: number; private: boolean }
 
+/** Half of a UTF-16 surrogate pair: with the u flag a pair is one code point, so this matches only unpaired halves. */
+export const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
 export function parseDeviceEvent(payload: Buffer, limit: number): DeviceEvent {
   if (payload.length === 0) return { data: null, ttl: 60, private: true };
   const o = jsonObject(payload);
   const data = o.data ?? null;
   if (data !== null && typeof data !== 'string') throw new BadPayload('data must be a string');
+  // Neither can be stored as text or JSON, and an event that fails its write fails every other
+  // event of the same batch with it (the webhooks' deliveries); the API refuses both too.
+  if (data !== null && (data.includes('\u0000') || LONE_SURROGATE.test(data))) throw new BadPayload('data may not hold a NUL character or half of a UTF-16 surrogate pair');
   if (data !== null && Buffer.byteLength(data) > limit) throw new BadPayload(`data is ${Buffer.byteLength(data)} bytes; this device's limit is ${limit}`);
   const ttl = o.ttl ?? 60;
   if (!Number.isInteger(ttl) || (ttl as number) < 0 || (ttl as number) > 16_777_215) throw new BadPayload('ttl must be a whole number of seconds');

@@ -13,6 +13,7 @@ import { deliver } from './outgoing.js';
 import type { GatewayContext, SessionDevice } from './context.js';
 import type { Hello } from '../domain/device-protocol.js';
 import type { OtaMessage } from '../domain/ota-protocol.js';
+import { isoTime } from '../platform/iso-time.js';
 import { SessionOtaLink } from './ota.js';
 
 export interface GatewayDeps {
@@ -115,7 +116,7 @@ export function createGateway(deps: GatewayDeps) {
       // Every field named, in CloudEvent's order: a spread of `e` made V8 miss its store caches
       // on each event: 4-5 % of the server's CPU under a flood of events (`perf`, docs/benchmarks.md).
       const event: CloudEvent = {
-        name: e.name, data: e.data, ttl: e.ttl, published_at: deps.clock.now().toISOString(), coreid: d.id, private: e.private, owner: d.owner, productId: d.productId,
+        name: e.name, data: e.data, ttl: e.ttl, published_at: isoTime(deps.clock.nowMs()), coreid: d.id, private: e.private, owner: d.owner, productId: d.productId,
       };
       deps.bus.publish(event);
       return deps.enqueue?.(event) ?? null;

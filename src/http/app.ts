@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
+import { LONE_SURROGATE } from '../domain/device-protocol.js';
 import { DomainError } from '../domain/errors.js';
 import type { Settings } from '../config/settings.js';
 import type { AccountService } from '../services/accounts.service.js';
@@ -217,8 +218,6 @@ function containsNul(value: unknown): boolean {
   return someText(value, (t) => t.includes('\u0000'));
 }
 
-// With the u flag a surrogate pair is one code point, so this matches only unpaired halves.
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
 function containsLoneSurrogate(value: unknown): boolean {
   return someText(value, (t) => LONE_SURROGATE.test(t));

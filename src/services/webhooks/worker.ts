@@ -11,6 +11,7 @@ import { responseEvents } from './responses.js';
 import { MAX_ATTEMPTS, nextDelay, retryAfter } from './schedule.js';
 import type { AttemptResult, Sender } from './sender.js';
 import { signatureHeader } from './signing.js';
+import { isoTime } from '../../platform/iso-time.js';
 import type { EventContext } from './templates.js';
 
 /** A delivery this node holds, with the end of its lease (ms). */
@@ -44,7 +45,15 @@ export interface WorkerDeps {
   attempted(o: DeliveryOutcome): void;
 }
 
-const excerpt = (text: string) => (Buffer.byteLength(text) <= ANSWER_EXCERPT_BYTES ? text : `${Buffer.from(text).subarray(0, ANSWER_EXCERPT_BYTES).toString('utf8')}…`);
+/**
+ * What the log keeps of an answer: its first KB, and no NUL character, which a text column cannot
+ * hold: one receiver's NUL made the write of a whole batch of attempts fail, every other
+ * webhook's in it too, and so sent all of them again.
+ */
+const excerpt = (answer: string) => {
+  const text = answer.includes('\u0000') ? answer.replaceAll('\u0000', '\uFFFD') : answer;
+  return Buffer.byteLength(text) <= ANSWER_EXCERPT_BYTES ? text : `${Buffer.from(text).subarray(0, ANSWER_EXCERPT_BYTES).toString('utf8')}…`;
+};
 
 /**
  * Sends the deliveries this node holds (docs/architecture.md, "Webhooks"): those it wrote itself
@@ -199,7 +208,7 @@ export function createWorker(deps: WorkerDeps) {
     if (sleeping) deps.log().warn({ webhook: webhook.id, host }, 'webhook host answers mostly errors; deliveries to it wait a few seconds');
     background(settle(d, webhook, result, ok ? 'delivered' : 'failed', 0).then(() => {
       if (!context) return;
-      const at = clock.now().toISOString();
+      const at = isoTime(clock.nowMs());
       for (const e of responseEvents(webhook, context, { sent: result.status !== null, ok, status: result.status, body: result.body, error: result.error }, at)) deps.publish(e);
     }), true);
   }
