@@ -218,7 +218,6 @@ function containsNul(value: unknown): boolean {
   return someText(value, (t) => t.includes('\u0000'));
 }
 
-
 function containsLoneSurrogate(value: unknown): boolean {
   return someText(value, (t) => LONE_SURROGATE.test(t));
 }

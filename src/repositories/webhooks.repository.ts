@@ -1,7 +1,6 @@
 import type { Queryable } from '../storage/db.js';
 import type { DeviceOwner } from './devices.repository.js';
 import type { WebhookSpec } from '../services/webhooks/spec.js';
-
 import { isoTime } from '../platform/iso-time.js';
 
 /** Whose a webhook is: a user's (their devices' events) or a product's (its fleet's). */

@@ -218,7 +218,7 @@ export function createWorker(deps: WorkerDeps) {
     await settle(d, webhook, null, 'skipped', until);
     const context = await deps.context(d).catch(() => undefined);
     if (!context) return;
-    const error = `Sleeping, too many errors from ${hostOf(webhook.spec.url)}; trying again at ${new Date(until).toISOString()}`;
+    const error = `Sleeping, too many errors from ${hostFor(webhook)}; trying again at ${new Date(until).toISOString()}`;
     for (const e of responseEvents(webhook, context, { sent: false, ok: false, status: null, body: '', error }, clock.now().toISOString())) deps.publish(e);
   }
 
