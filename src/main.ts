@@ -166,7 +166,8 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const mfa = createMfaService({ db, repo: createMfaRepository(db), users, accounts, tokens, audit, secrets, clock });
   const products = createProductService({
     db, repo: productsRepo, customers: customersRepo, devices: devicesRepo, users, clients, tokens, audit, secrets, clock, caches, accessCacheMs: settings.tokenCacheSeconds * 1000,
-    // The store deletes the product's webhooks with it; every node's index lets them go.
+    // The product's webhooks go with it, their delivery log too; every node's index lets them go.
+    releaseOwned: (productId, tx) => webhooks.removeAll({ kind: 'product', productId }, tx),
     deleted: (productId) => webhooks.forget({ kind: 'product', productId }),
   });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });

@@ -31,6 +31,8 @@ after(async () => {
 });
 
 const at = (path: string) => receiver.received.filter((g) => g.url.split('?')[0] === path);
+/** The store's attempts of these webhooks, whichever way they could be reached. */
+const attempts = async (ids: string[]) => Number((await server.skyport.db.query<{ n: number | string }>('SELECT count(*) AS n FROM webhook_attempts WHERE webhook_id = ANY($1::text[])', [ids]))[0]?.n);
 const call = (method: string, path: string, token: string, json?: unknown): Promise<RawResponse> =>
   raw(`${server.url}${path}`, { method, token, ...(json === undefined ? {} : { json }) });
 async function ok(r: Promise<RawResponse>, status = 200): Promise<RawResponse> {
@@ -321,9 +323,19 @@ describe('whose webhooks', () => {
     assert.deepEqual([a, b, user].map((id) => index.get(id)?.spec.event), ['a/', 'b/', 'u/']);
     await ok(call('PUT', `/v1/products/${product.id}/integrations/${a}`, token, { event: 'a2/' }));
     assert.equal(index.get(a)?.spec.event, 'a2/');
+    // Two that have a delivery log: it goes with them.
+    const logged = async (path: string) => {
+      const id = (await ok(call('POST', path, token, { event: 'log/', url: `${hooks}/logged` }), 201)).json.id as string;
+      await ok(call('POST', `${path}/${id}/test`, token, { data: 'x' }));
+      await eventually(async () => (await attempts([id])) > 0 || undefined);
+      return id;
+    };
+    const fleetLog = await logged(`/v1/products/${product.id}/webhooks`);
+    const userLog = await logged('/v1/webhooks');
 
     await ok(call('DELETE', `/v1/products/${product.id}`, token), 204);
     assert.deepEqual([a, b].map((id) => index.get(id)), [undefined, undefined]);
+    assert.equal(await attempts([fleetLog]), 0, 'the product\'s delivery log is deleted');
     assert.equal(index.get(user)?.spec.event, 'u/', 'the user\'s own webhook stays');
 
     // A deleted account's webhooks go with it, from the store and from the index.
@@ -334,6 +346,7 @@ describe('whose webhooks', () => {
     await ok(raw(`${server.url}/v1/user`, { method: 'DELETE', token, json: { password } }));
     assert.equal(index.get(user), undefined);
     assert.deepEqual(await server.skyport.services.webhooks.manage.list(userScope(owner.owner.id)), [], `${username}'s webhooks are deleted`);
+    assert.equal(await attempts([userLog]), 0, 'the account\'s delivery log is deleted');
     assert.equal(index.get(kept)?.spec.event, 'u/', 'another account\'s webhook stays');
   });
 });

@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/db.js';
+import { inTransaction, type Db, type Queryable, type Tx } from '../storage/db.js';
 import type { DeviceOwner } from './devices.repository.js';
 import type { WebhookSpec } from '../services/webhooks/spec.js';
 import { isoTime } from '../platform/iso-time.js';
@@ -109,7 +109,7 @@ function attempt(r: AttemptRow): AttemptRecord {
 
 const DELIVERY_COLUMNS = 'id, webhook_id, event, status, attempts, skipped, next_at, created_at, finished_at, resend_of';
 
-export function createWebhooksRepository(db: Queryable) {
+export function createWebhooksRepository(db: Db) {
   const scopeWhere = (scope: WebhookScope, first: number) => (scope.kind === 'product'
     ? { sql: `product_id = $${first}`, params: [scope.productId] }
     : { sql: `owner_kind = $${first} AND owner_id = $${first + 1}`, params: [scope.owner.kind, scope.owner.id] });
@@ -150,14 +150,26 @@ export function createWebhooksRepository(db: Queryable) {
       return (await db.query('UPDATE webhooks SET failing_since = NULL WHERE id = ANY($1::text[]) AND failing_since IS NOT NULL RETURNING id', [ids])).length > 0;
     },
 
-    async remove(id: string, q: Queryable = db): Promise<boolean> {
-      return (await q.query('DELETE FROM webhooks WHERE id = $1 RETURNING id', [id])).length > 0;
+    /**
+     * A webhook, its deliveries (the store's cascade) and their attempts. The attempts go in a
+     * statement of their own, after the webhook's: the deliveries' cascade waits for a settle
+     * that holds some of them, and the attempts that settle writes are committed after the first
+     * statement began, so only a later one sees them (the attempts have no foreign key:
+     * migrations/0017_webhook_attempts_keys.sql).
+     */
+    async remove(id: string, tx?: Tx): Promise<boolean> {
+      return inTransaction(db, tx, async (t) => {
+        const gone = (await t.query('DELETE FROM webhooks WHERE id = $1 RETURNING id', [id])).length > 0;
+        if (gone) await t.query('DELETE FROM webhook_attempts WHERE webhook_id = $1', [id]);
+        return gone;
+      });
     },
 
-    /** Every webhook of a scope, with their deliveries (the store's cascade): an account deleted. */
-    async removeAll(scope: WebhookScope, q: Queryable = db): Promise<void> {
+    /** Every webhook of a scope, with their deliveries and attempts (as `remove`): an account or a product deleted. */
+    async removeAll(scope: WebhookScope, tx: Tx): Promise<void> {
       const w = scopeWhere(scope, 1);
-      await q.query(`DELETE FROM webhooks WHERE ${w.sql}`, w.params);
+      const ids = (await tx.query<{ id: string }>(`DELETE FROM webhooks WHERE ${w.sql} RETURNING id`, w.params)).map((r) => r.id);
+      if (ids.length > 0) await tx.query('DELETE FROM webhook_attempts WHERE webhook_id = ANY($1::text[])', [ids]);
     },
 
     async find(id: string, q: Queryable = db): Promise<WebhookRecord | undefined> {
@@ -228,9 +240,11 @@ export function createWebhooksRepository(db: Queryable) {
      * A batch of attempts and their deliveries' next states in one statement (a data-modifying
      * `WITH`): atomic by itself, so a batch costs one round trip, not a transaction's four
      * (docs/benchmarks.md, "Webhooks"). Only the deliveries still stored take their attempts: one
-     * whose webhook was deleted meanwhile (its deliveries with it) must not fail the whole batch
-     * on the attempts' foreign key. The UPDATE locks the rows it settles, so they stay until the
-     * INSERT has referenced them.
+     * whose webhook was deleted meanwhile (its deliveries with it) leaves none behind. The UPDATE
+     * locks the rows it settles, so a deletion waits for this statement, and `remove` then deletes
+     * what it wrote. No foreign key checks the attempts against the deliveries: the UPDATE has
+     * just found each one, and the key's check was a query planned once per session that read the
+     * whole table once it had grown (migrations/0017_webhook_attempts_keys.sql).
      *
      * Not prepared: a plan is then made for the table as it is at each run. A prepared one kept
      * the plan made while the table was small, a hash join over all of `webhook_deliveries`, and
@@ -330,9 +344,16 @@ export function createWebhooksRepository(db: Queryable) {
       return { depth: Number(r?.n ?? 0), oldestSeconds: r?.oldest ? Math.max(0, (now.getTime() - new Date(r.oldest).getTime()) / 1000) : 0 };
     },
 
-    /** Deliveries finished before `before` (and their attempts) go: the log keeps 30 days. */
+    /**
+     * Deliveries finished before `before` and their attempts go, in one statement: the log keeps
+     * 30 days. (A delivery still pending keeps its attempts, however old.)
+     */
     async purgeFinished(before: Date): Promise<void> {
-      await db.query("DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'failed') AND created_at < $1", [before]);
+      await db.query(
+        `WITH gone AS (DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'failed') AND created_at < $1 RETURNING id)
+         DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM gone)`,
+        [before],
+      );
     },
   };
 }

@@ -4,7 +4,7 @@ import { validateEmail } from '../domain/accounts.js';
 import type { Clock } from '../platform/clock.js';
 import type { CacheHub } from '../platform/cache-hub.js';
 import type { Secrets } from '../platform/secrets.js';
-import type { Db } from '../storage/db.js';
+import type { Db, Tx } from '../storage/db.js';
 import type { ProductRecord, ProductsRepository } from '../repositories/products.repository.js';
 import type { UsersRepository } from '../repositories/users.repository.js';
 import type { AccessTokenRecord } from '../repositories/tokens.repository.js';
@@ -58,6 +58,8 @@ export function createProductService(deps: {
   caches: CacheHub;
   /** How long `accessCached` remembers an answer (TOKEN_CACHE_SECONDS). */
   accessCacheMs?: number;
+  /** Within the deletion's transaction, before the product goes: what the store does not cascade (its webhooks' delivery log). */
+  releaseOwned?: (productId: number, tx: Tx) => Promise<void>;
   /** A product was deleted (committed): what keeps its parts in memory lets them go (its webhooks). */
   deleted?: (productId: number) => void;
 }) {
@@ -210,6 +212,7 @@ export function createProductService(deps: {
         await deps.clients.removeAllOf({ kind: 'product', id: productId }, tx);
         await deps.tokens.revokeProduct(productId, tx);
         await deps.devices.leaveDeletedProduct(product.id, tx);
+        await deps.releaseOwned?.(product.id, tx);
         await repo.delete(product.id, tx);
         tx.afterCommit(forgetAccess);
       });

@@ -210,10 +210,10 @@ export function createWebhooks(deps: {
         worker.take(items.map((i) => ({ id: i.id, webhookId: i.webhookId, event: i.event, status: 'sending', attempts: 0, skipped: 0, nextAt: now, createdAt: now, finishedAt: null, resendOf: null })), until.getTime());
       });
     },
-    /** Deletes an account's own webhooks, within the account's deletion (`forget` follows its commit). */
+    /** Deletes an account's or a product's webhooks and their delivery log, within its deletion (`forget` follows its commit). */
     removeAll: (scope: WebhookScope, tx: Tx): Promise<void> => repo.removeAll(scope, tx),
     /**
-     * The webhooks of a deleted product (the store deletes them with it) or account (`removeAll`):
+     * The webhooks of a deleted product or account (`removeAll`):
      * every node reads them again and finds them gone.
      */
     forget(scope: WebhookScope): void {

@@ -1,0 +1,13 @@
+-- A webhook attempt is written at every settle, thousands a second under a flood, while
+-- `webhook_deliveries` grows as fast. The attempts' foreign key to the deliveries checked each
+-- new attempt with a query that PostgreSQL plans once per session and keeps until the deliveries
+-- are analysed again: planned while the table was small, it read the whole table for every
+-- attempt, and a settle of four rows took 10-70 ms instead of 1 (docs/benchmarks.md, "Webhooks").
+-- The settle writes attempts only for the deliveries its own UPDATE has just found and locked,
+-- so the check proved nothing the statement had not. The key goes; what its cascade did, the
+-- repository does (webhooks.repository.ts): a purge deletes a delivery's attempts in the
+-- statement that deletes the delivery, and a deleted webhook's attempts go in the same
+-- transaction. (A key to `webhooks` instead would deadlock a webhook's deletion, which locks the
+-- webhook and then waits for its deliveries, against a settle, which holds the deliveries and
+-- then checks the webhook.)
+ALTER TABLE webhook_attempts DROP CONSTRAINT webhook_attempts_delivery_id_fkey;
