@@ -58,7 +58,7 @@ test('rows, parameters and errors cross the thread; a transaction commits, or ro
   await assert.rejects(db.query('SELECT 1'), /closed/);
 });
 
-test('the store vacuums and analyses its tables by itself, as autovacuum would', async () => {
+test('the store vacuums and analyses its tables by itself, as autovacuum would, each step a statement of its own', async () => {
   const db = await openEmbedded(undefined, { maintenanceMs: 100, ...fast() });
   try {
     await db.exec('CREATE TABLE v (id integer PRIMARY KEY, n integer)');
@@ -69,6 +69,11 @@ test('the store vacuums and analyses its tables by itself, as autovacuum would',
       const [s] = await stats();
       return s?.analysed && s.vacuumed ? true : undefined;
     });
+    // Analysed from a small sample (a short pause of the one session), the session's own
+    // setting left as it was.
+    const [bounds] = await db.query<{ n: number }>("SELECT cardinality(histogram_bounds::text::int[]) AS n FROM pg_stats WHERE tablename = 'v' AND attname = 'id'");
+    assert.ok(bounds && bounds.n <= 11, `a histogram of ${bounds?.n} bounds`);
+    assert.deepEqual(await db.query('SHOW default_statistics_target'), [{ default_statistics_target: '100' }]);
   } finally {
     await db.close();
   }
