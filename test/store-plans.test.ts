@@ -85,3 +85,32 @@ test(`${STORE}: claiming due deliveries leaves those of the webhooks excluded (a
   const rest = await repo.claimDue('n1', now, new Date(now.getTime() + 60_000), 100, ['wh_plans']);
   assert.deepEqual([rest.length, rest.every((d) => d.webhookId === 'wh_asleep')], [20, true]);
 });
+
+test(`${STORE}: a claim reads no rows of the webhooks it must leave, however many are due`, async () => {
+  const repo = createWebhooksRepository(db);
+  const at = new Date('2026-12-03T00:00:00Z');
+  // Rows read by index and by sequential scans, in this transaction.
+  const fetched = async (q: Queryable) => Number((await q.query<{ n: number | string }>("SELECT idx_tup_fetch + seq_tup_read AS n FROM pg_stat_xact_user_tables WHERE relname = 'webhook_deliveries'"))[0]?.n ?? 0);
+  await db.transaction(async (tx) => {
+    for (const id of ['wh_down', 'wh_off', 'wh_up']) {
+      await tx.query(`INSERT INTO webhooks (id, owner_kind, owner_id, spec, secret, created_at, updated_at, disabled_reason) VALUES ($1, 'user', 'u1', '{}', 'whsec_x', $2, $2, $3)`,
+        [id, at, id === 'wh_off' ? 'failing' : null]);
+    }
+    // A sleeping host's backlog and a disabled webhook's, both due long before the others.
+    await tx.query(
+      `INSERT INTO webhook_deliveries (id, webhook_id, event, status, next_at, created_at)
+       SELECT 'held_' || g, CASE WHEN g % 2 = 0 THEN 'wh_down' ELSE 'wh_off' END, '{"name":"t","data":"x"}', 'pending', $1::timestamptz - interval '1 hour', $1 FROM generate_series(1, 5000) AS g`, [at]);
+    await tx.query(
+      `INSERT INTO webhook_deliveries (id, webhook_id, event, status, next_at, created_at)
+       SELECT 'up_' || g, 'wh_up', '{"name":"t","data":"x"}', 'pending', $1, $1 FROM generate_series(1, 3) AS g`, [at]);
+    const before = await fetched(tx);
+    const claimed = await repo.claimDue('n1', new Date(at.getTime() + 1000), new Date(at.getTime() + 60_000), 100, ['wh_down', 'wh_plans', 'wh_asleep', 'wh_awake'], tx);
+    assert.deepEqual(claimed.map((d) => d.id).sort(), ['up_1', 'up_2', 'up_3']);
+    const read = await fetched(tx) - before;
+    assert.ok(read < 100, `the claim read ${read} rows for 3`);
+    throw new Rollback();
+  }).catch((err: unknown) => { if (!(err instanceof Rollback)) throw err; });
+});
+
+class Rollback extends Error {}
+

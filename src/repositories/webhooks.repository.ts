@@ -216,20 +216,32 @@ export function createWebhooksRepository(db: Db) {
 
     /**
      * Takes up to `limit` deliveries that are due (or whose holder's lease ran out) for `node`,
-     * of webhooks that are enabled and not in `exclude`; nodes taking at once get different ones
-     * (SKIP LOCKED). The exclusion is on the webhooks' side of the join: on the deliveries' side it
-     * changed the estimate of their due rows, and with it the plan (on the embedded store, where
-     * every plan is generic, a backlog's claims cost six times as much a row).
+     * the earliest due first, of webhooks that are enabled and not in `exclude`; nodes taking at
+     * once get different ones (SKIP LOCKED).
+     *
+     * It visits the webhooks that have deliveries waiting, one index probe each (`waiting`: a
+     * loose scan of `webhook_deliveries_due_by_webhook`), and reads due rows only of those it may
+     * take, so a large backlog of a webhook it must leave costs nothing (migrations/
+     * 0018_webhook_due_by_webhook.sql). One range per webhook serves both kinds of row: a
+     * delivery is `sending` only from a time at which it was due, so a lease that ran out by
+     * `now` belongs to a row with `next_at <= now`.
      */
-    async claimDue(node: string, now: Date, leaseUntil: Date, limit: number, exclude: string[] = []): Promise<DeliveryRecord[]> {
-      const rows = await db.query<DeliveryRow>(
+    async claimDue(node: string, now: Date, leaseUntil: Date, limit: number, exclude: string[] = [], q: Queryable = db): Promise<DeliveryRecord[]> {
+      const rows = await q.query<DeliveryRow>(
         `UPDATE webhook_deliveries SET status = 'sending', lease_node = $1, lease_until = $3
-         WHERE id IN (
-           SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-           WHERE w.disabled_reason IS NULL AND NOT COALESCE((w.spec->>'disabled')::boolean, false)
-             AND ((d.status = 'pending' AND d.next_at <= $2) OR (d.status = 'sending' AND d.lease_until <= $2))
-             AND w.id <> ALL($5::text[])
-           ORDER BY d.next_at LIMIT $4 FOR UPDATE OF d SKIP LOCKED)
+         WHERE id = ANY(ARRAY(
+           WITH RECURSIVE waiting (webhook_id) AS (
+             (SELECT webhook_id FROM webhook_deliveries WHERE status IN ('pending', 'sending') ORDER BY webhook_id, next_at LIMIT 1)
+             UNION ALL
+             SELECT (SELECT d.webhook_id FROM webhook_deliveries d WHERE d.status IN ('pending', 'sending') AND d.webhook_id > w.webhook_id ORDER BY d.webhook_id, d.next_at LIMIT 1)
+             FROM waiting w WHERE w.webhook_id IS NOT NULL)
+           SELECT due.id FROM waiting JOIN webhooks w ON w.id = waiting.webhook_id
+           CROSS JOIN LATERAL (
+             SELECT d.id, d.next_at FROM webhook_deliveries d
+             WHERE d.webhook_id = w.id AND d.status IN ('pending', 'sending') AND d.next_at <= $2 AND (d.status = 'pending' OR d.lease_until <= $2)
+             ORDER BY d.next_at LIMIT $4 FOR UPDATE OF d SKIP LOCKED) due
+           WHERE w.disabled_reason IS NULL AND NOT COALESCE((w.spec->>'disabled')::boolean, false) AND w.id <> ALL($5::text[])
+           ORDER BY due.next_at LIMIT $4))
          RETURNING ${DELIVERY_COLUMNS}`,
         [node, now, leaseUntil, limit, exclude],
       );
