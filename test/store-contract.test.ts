@@ -1,7 +1,7 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshStore, STORE, type TestStore } from './helpers/server.js';
-import { afterCommit, type Db } from '../src/storage/db.js';
+import { STORE, storeForFile } from './helpers/server.js';
+import { afterCommit } from '../src/storage/db.js';
 import { faultyDb } from './helpers/faults.js';
 
 /**
@@ -9,16 +9,7 @@ import { faultyDb } from './helpers/faults.js';
  * the same value types both ways, prepared statements, and transactions that never report
  * done what was not stored. One store serves the file; each test has tables of its own.
  */
-let store: TestStore;
-let db: Db;
-before(async () => {
-  store = await freshStore();
-  db = await store.open();
-});
-after(async () => {
-  await db.close();
-  await store.drop();
-});
+const db = storeForFile({ migrated: false });
 
 test(`${STORE}: parameters and columns of every kind used here come back with the same types`, async () => {
   await db.exec(`CREATE TABLE k (id bigint PRIMARY KEY, n integer, ok boolean, at timestamptz, doc jsonb, list text[], raw bytea, note text);

@@ -1,8 +1,7 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshStore, STORE, type TestStore } from './helpers/server.js';
-import type { Db, Queryable } from '../src/storage/db.js';
-import { migrate } from '../src/storage/migrate.js';
+import { STORE, storeForFile } from './helpers/server.js';
+import type { Queryable } from '../src/storage/db.js';
 import { createWebhooksRepository, type AttemptOutcome } from '../src/repositories/webhooks.repository.js';
 
 /**
@@ -13,17 +12,7 @@ import { createWebhooksRepository, type AttemptOutcome } from '../src/repositori
  * "Webhooks"). Each check counts the table's sequential scans in its own transaction
  * (`pg_stat_xact_user_tables`), so that nothing depends on when statistics are flushed.
  */
-let store: TestStore;
-let db: Db;
-before(async () => {
-  store = await freshStore();
-  db = await store.open();
-  await migrate(db);
-});
-after(async () => {
-  await db.close();
-  await store.drop();
-});
+const db = storeForFile();
 
 async function seqScans(q: Queryable, table: string): Promise<number> {
   const rows = await q.query<{ n: number | string }>('SELECT seq_scan AS n FROM pg_stat_xact_user_tables WHERE relname = $1', [table]);

@@ -1,9 +1,7 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshStore, STORE, type TestStore } from './helpers/server.js';
+import { STORE, storeForFile } from './helpers/server.js';
 import { eventually } from './helpers/eventually.js';
-import type { Db } from '../src/storage/db.js';
-import { migrate } from '../src/storage/migrate.js';
 import { createWebhooksRepository, type AttemptOutcome } from '../src/repositories/webhooks.repository.js';
 
 /**
@@ -11,17 +9,7 @@ import { createWebhooksRepository, type AttemptOutcome } from '../src/repositori
  * the repository deletes them where the key's cascade did, so that no log outlives its webhook
  * or its delivery, and a pending delivery keeps its own.
  */
-let store: TestStore;
-let db: Db;
-before(async () => {
-  store = await freshStore();
-  db = await store.open();
-  await migrate(db);
-});
-after(async () => {
-  await db.close();
-  await store.drop();
-});
+const db = storeForFile();
 
 const repo = () => createWebhooksRepository(db);
 const count = async (sql: string, params: unknown[]) => Number((await db.query<{ n: number | string }>(sql, params))[0]?.n);

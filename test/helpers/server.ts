@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { after, before } from 'node:test';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadSettings, type Settings } from '../../src/config/settings.js';
@@ -54,6 +55,35 @@ export async function freshStore(options: { dataDir?: string } = {}): Promise<Te
     settings: options.dataDir ? { DATA_DIR: options.dataDir } : {},
     open: () => openEmbedded(options.dataDir, template && fresh() ? { template } : {}),
     drop: async () => undefined,
+  };
+}
+
+/**
+ * One store for a whole test file, opened before its first test (migrated unless told not to)
+ * and closed and dropped after its last. The answer stands for it from the first test on.
+ */
+export function storeForFile(options: { migrated?: boolean } = {}): Db {
+  let store: TestStore | undefined;
+  let db: Db | undefined;
+  before(async () => {
+    store = await freshStore();
+    db = await store.open();
+    if (options.migrated ?? true) await migrate(db);
+  });
+  after(async () => {
+    await db?.close();
+    await store?.drop();
+  });
+  const opened = (): Db => {
+    if (!db) throw new Error('the store opens before the first test');
+    return db;
+  };
+  return {
+    get kind() { return opened().kind; },
+    query: (sql, params, queryOptions) => opened().query(sql, params, queryOptions),
+    exec: (sql) => opened().exec(sql),
+    transaction: (work) => opened().transaction(work),
+    close: () => opened().close(),
   };
 }
 
