@@ -5,9 +5,11 @@ import { eventually } from './helpers/eventually.js';
 import { createWebhooksRepository, type AttemptOutcome } from '../src/repositories/webhooks.repository.js';
 
 /**
- * A delivery's attempts have no foreign key to it (migrations/0017_webhook_attempts_keys.sql):
- * the repository deletes them where the key's cascade did, so that no log outlives its webhook
- * or its delivery, and a pending delivery keeps its own.
+ * What the store keeps when deliveries or webhooks go. A delivery's attempts have no foreign key
+ * to it (migrations/0017_webhook_attempts_keys.sql): the repository deletes them where the key's
+ * cascade did, so that no log outlives its webhook or its delivery, and a pending delivery keeps
+ * its own. And a webhook deleted while its events are written costs the other webhooks' events
+ * nothing.
  */
 const db = storeForFile();
 
@@ -82,3 +84,29 @@ test(`${STORE}: a webhook deleted while a settle holds its deliveries loses the 
   assert.equal(await removing, true);
   assert.deepEqual([await deliveriesOf('wh_race'), await attemptsOf('wh_race')], [0, 0]);
 });
+
+const item = (id: string, webhookId: string, at: Date) => ({ id, webhookId, createdAt: at, lease: null, event: { name: 't', data: 'x', coreid: 'c', published_at: at.toISOString(), productId: null, owner: null } });
+
+test(`${STORE}: a batch of deliveries in which one webhook was deleted writes the others`, async () => {
+  const at = new Date('2026-11-22T00:00:00Z');
+  await webhook('wh_kept', at);
+  await webhook('wh_gone', at);
+  await repo().remove('wh_gone');
+  assert.equal(await repo().insertDeliveries([item('k_1', 'wh_kept', at), item('g_1', 'wh_gone', at), item('k_2', 'wh_kept', at)]), 2);
+  assert.deepEqual([await deliveriesOf('wh_kept'), await deliveriesOf('wh_gone')], [2, 0]);
+});
+
+test(`${STORE}: a batch written while one of its webhooks is being deleted waits for the deletion and writes the others`, { skip: STORE !== 'postgres' && 'the embedded store runs one transaction at a time' }, async () => {
+  const at = new Date('2026-11-23T00:00:00Z');
+  await webhook('wh_stays', at);
+  await webhook('wh_going', at);
+  let writing: Promise<number> | undefined;
+  await db.transaction(async (tx) => {
+    await tx.query("DELETE FROM webhooks WHERE id = 'wh_going'");
+    writing = repo().insertDeliveries([item('s_1', 'wh_stays', at), item('o_1', 'wh_going', at)]);
+    await eventually(async () => (await count("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO webhook_deliveries%'", [])) > 0 || undefined);
+  });
+  assert.equal(await writing, 1);
+  assert.deepEqual([await deliveriesOf('wh_stays'), await deliveriesOf('wh_going')], [1, 0]);
+});
+

@@ -199,19 +199,29 @@ export function createWebhooksRepository(db: Db) {
      * `arrayString`, quoting every element) took a tenth of the main thread under a flood of
      * deliveries, where `JSON.stringify` is native; the store reads JSON as fast as arrays
      * (docs/benchmarks.md, "Webhooks").
+     *
+     * A delivery of a webhook deleted meanwhile is left out rather than failing the batch on the
+     * key to `webhooks` (every other event of the batch with it, and the devices that sent them
+     * answered as if the store were down). The webhook's row is locked as the key's check locks
+     * it, so a deletion under way is waited for and seen. Answers how many were written.
      */
-    async insertDeliveries(items: NewDelivery[], q: Queryable = db): Promise<void> {
-      if (items.length === 0) return;
+    async insertDeliveries(items: NewDelivery[], q: Queryable = db): Promise<number> {
+      if (items.length === 0) return 0;
       const rows = items.map((d) => {
         const at = isoTime(d.createdAt);
         return { id: d.id, webhook_id: d.webhookId, event: d.event, status: d.lease ? 'sending' : 'pending', at, node: d.lease?.node ?? null, until: d.lease ? isoTime(d.lease.until) : null, resend_of: d.resendOf ?? null };
       });
-      await q.query(
-        `INSERT INTO webhook_deliveries (id, webhook_id, event, status, next_at, lease_node, lease_until, created_at, resend_of)
-         SELECT id, webhook_id, event, status, at, node, until, at, resend_of
-         FROM json_to_recordset($1::json) AS x(id text, webhook_id text, event jsonb, status text, at timestamptz, node text, until timestamptz, resend_of text)`,
+      const written = await q.query<{ n: number }>(
+        `WITH written AS (
+           INSERT INTO webhook_deliveries (id, webhook_id, event, status, next_at, lease_node, lease_until, created_at, resend_of)
+           SELECT id, webhook_id, event, status, at, node, until, at, resend_of
+           FROM json_to_recordset($1::json) AS x(id text, webhook_id text, event jsonb, status text, at timestamptz, node text, until timestamptz, resend_of text)
+           WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = x.webhook_id FOR KEY SHARE)
+           RETURNING 1)
+         SELECT count(*)::int AS n FROM written`,
         [JSON.stringify(rows)],
       );
+      return Number(written[0]?.n ?? 0);
     },
 
     /**

@@ -1,3 +1,4 @@
+import { DomainError } from '../../domain/errors.js';
 import type { Bus, CloudEvent } from '../../bus/bus.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Log } from '../../platform/log.js';
@@ -229,7 +230,7 @@ export function createWebhooks(deps: {
         name: w.spec.event, data, coreid: w.spec.deviceId ?? 'api', published_at: now.toISOString(),
         productId: w.scope.kind === 'product' ? w.scope.productId : null, owner: w.scope.kind === 'user' ? w.scope.owner : null,
       };
-      await repo.insertDeliveries([{ id, webhookId: w.id, event, createdAt: now, lease: null }]);
+      if (await repo.insertDeliveries([{ id, webhookId: w.id, event, createdAt: now, lease: null }]) === 0) throw new DomainError('not_found', 'No such webhook');
       worker.poke();
       return id;
     },

@@ -115,7 +115,7 @@ export function createWebhookManagement(deps: {
       const d = await repo.findDelivery(deliveryId);
       if (!d || d.webhookId !== w.id) throw new DomainError('not_found', 'No such delivery of this webhook');
       const id = newDeliveryId(deps.secrets);
-      await repo.insertDeliveries([{ id, webhookId: w.id, event: d.event, createdAt: clock.now(), lease: null, resendOf: d.id }]);
+      if (await repo.insertDeliveries([{ id, webhookId: w.id, event: d.event, createdAt: clock.now(), lease: null, resendOf: d.id }]) === 0) throw new DomainError('not_found', 'No such webhook');
       deps.pending();
       return id;
     },
@@ -128,9 +128,10 @@ export function createWebhookManagement(deps: {
       const found = await repo.deliveriesBetween(w.id, from, to, MAX_REPLAY + 1);
       if (found.length > MAX_REPLAY) throw new DomainError('invalid_request', `more than ${MAX_REPLAY} deliveries in that range; replay a shorter one`);
       const now = clock.now();
-      await repo.insertDeliveries(found.map((d) => ({ id: newDeliveryId(deps.secrets), webhookId: w.id, event: d.event, createdAt: now, lease: null, resendOf: d.id })));
-      if (found.length > 0) deps.pending();
-      return found.length;
+      const written = await repo.insertDeliveries(found.map((d) => ({ id: newDeliveryId(deps.secrets), webhookId: w.id, event: d.event, createdAt: now, lease: null, resendOf: d.id })));
+      if (written < found.length) throw new DomainError('not_found', 'No such webhook');
+      if (written > 0) deps.pending();
+      return written;
     },
   };
 }
