@@ -108,3 +108,29 @@ test(`${STORE}: a crash between two statements of a transaction leaves neither (
   await assert.rejects(faulty.query('INSERT INTO t VALUES (2)'), /simulated crash/);
   assert.deepEqual(await faulty.query('SELECT id FROM t'), [{ id: 1 }]);
 });
+
+test(`${STORE}: a transaction undone by a deadlock fails as service_unavailable with a short Retry-After, and the other goes through`, { skip: STORE !== 'postgres' && 'the embedded store runs one transaction at a time' }, async () => {
+  await db.exec('DROP TABLE IF EXISTS dl; CREATE TABLE dl (id integer PRIMARY KEY, n integer); INSERT INTO dl VALUES (1, 0), (2, 0)');
+  let second: () => void = () => undefined;
+  const firstHolds = new Promise<void>((resolve) => { second = resolve; });
+  // Each takes one row, then asks for the other's: PostgreSQL undoes one of them.
+  const crossing = (mine: number, theirs: number, holding?: () => void, wait?: Promise<void>) => db.transaction(async (tx) => {
+    await tx.query("SET LOCAL deadlock_timeout = '50ms'");
+    await tx.query('UPDATE dl SET n = n + 1 WHERE id = $1', [mine]);
+    holding?.();
+    await wait;
+    await tx.query('UPDATE dl SET n = n + 1 WHERE id = $1', [theirs]);
+  });
+  let bothHold: () => void = () => undefined;
+  const bothHeld = new Promise<void>((resolve) => { bothHold = resolve; });
+  const outcomes = await Promise.allSettled([
+    crossing(1, 2, second, bothHeld),
+    firstHolds.then(() => crossing(2, 1, bothHold)),
+  ]);
+  const failed = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+  assert.equal(failed.length, 1, 'one of the two is undone');
+  const err = failed[0]?.reason as { code?: string; retryAfterSeconds?: number; message?: string };
+  assert.deepEqual([err.code, err.retryAfterSeconds], ['service_unavailable', 1], err.message);
+  const [sum] = await db.query<{ n: number | string }>('SELECT sum(n) AS n FROM dl');
+  assert.equal(Number(sum?.n), 2, 'the one that went through changed both rows; the undone one, none');
+});

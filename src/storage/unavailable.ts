@@ -50,7 +50,27 @@ export const storeUnavailable = (cause: unknown): StoreUnavailable => new StoreU
 
 export const isStoreUnavailable = (err: unknown): err is StoreUnavailable => err instanceof StoreUnavailable;
 
-/** Rethrows a connection failure as the store's unavailability, and anything else as it is. */
+/**
+ * SQLSTATE class 40, transaction rollback (PostgreSQL, Appendix A): a deadlock (40P01) or a
+ * serialization failure (40001). The statement met another's work at the same moment and was
+ * rolled back; the same request succeeds when made again. The store is up, so this is not
+ * `StoreUnavailable` (which the store's watch counts as an outage).
+ */
+const CONFLICT_STATES = /^40/;
+
+/** What a request that lost such a race answers: 503 with a short Retry-After. */
+export function conflicted(cause: unknown): DomainError {
+  return new DomainError('service_unavailable', 'The request met another change at the same moment and was undone; retry it', { retryAfterSeconds: 1, cause });
+}
+
+const isConflict = (err: unknown): boolean =>
+  typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' && CONFLICT_STATES.test((err as { code: string }).code);
+
+/**
+ * Rethrows a connection failure as the store's unavailability, a transaction rolled back for a
+ * conflict as `conflicted`, and anything else as it is.
+ */
 export function translated(err: unknown): never {
-  throw isConnectionFailure(err) ? storeUnavailable(err) : err;
+  if (isConnectionFailure(err)) throw storeUnavailable(err);
+  throw isConflict(err) ? conflicted(err) : err;
 }
