@@ -114,6 +114,19 @@ export function createWebhooksRepository(db: Db) {
     ? { sql: `product_id = $${first}`, params: [scope.productId] }
     : { sql: `owner_kind = $${first} AND owner_id = $${first + 1}`, params: [scope.owner.kind, scope.owner.id] });
 
+  /**
+   * Deletes the webhooks `where` selects, their deliveries (the store's cascade) and their
+   * attempts; answers how many webhooks went. The attempts go in a statement of their own, after
+   * the webhooks': the deliveries' cascade waits for a settle that holds some of them, and the
+   * attempts that settle writes are committed after the first statement began, so only a later
+   * one sees them (the attempts have no foreign key: migrations/0017_webhook_attempts_keys.sql).
+   */
+  async function removeWhere(tx: Tx, where: string, params: unknown[]): Promise<number> {
+    const ids = (await tx.query<{ id: string }>(`DELETE FROM webhooks WHERE ${where} RETURNING id`, params)).map((r) => r.id);
+    if (ids.length > 0) await tx.query('DELETE FROM webhook_attempts WHERE webhook_id = ANY($1::text[])', [ids]);
+    return ids.length;
+  }
+
   return {
     async insert(w: WebhookRecord, q: Queryable = db): Promise<void> {
       const owner = w.scope.kind === 'user' ? w.scope.owner : null;
@@ -150,26 +163,15 @@ export function createWebhooksRepository(db: Db) {
       return (await db.query('UPDATE webhooks SET failing_since = NULL WHERE id = ANY($1::text[]) AND failing_since IS NOT NULL RETURNING id', [ids])).length > 0;
     },
 
-    /**
-     * A webhook, its deliveries (the store's cascade) and their attempts. The attempts go in a
-     * statement of their own, after the webhook's: the deliveries' cascade waits for a settle
-     * that holds some of them, and the attempts that settle writes are committed after the first
-     * statement began, so only a later one sees them (the attempts have no foreign key:
-     * migrations/0017_webhook_attempts_keys.sql).
-     */
+    /** A webhook, its deliveries and their attempts (`removeWhere`). */
     async remove(id: string, tx?: Tx): Promise<boolean> {
-      return inTransaction(db, tx, async (t) => {
-        const gone = (await t.query('DELETE FROM webhooks WHERE id = $1 RETURNING id', [id])).length > 0;
-        if (gone) await t.query('DELETE FROM webhook_attempts WHERE webhook_id = $1', [id]);
-        return gone;
-      });
+      return inTransaction(db, tx, async (t) => (await removeWhere(t, 'id = $1', [id])) > 0);
     },
 
-    /** Every webhook of a scope, with their deliveries and attempts (as `remove`): an account or a product deleted. */
+    /** Every webhook of a scope, with their deliveries and attempts: an account or a product deleted. */
     async removeAll(scope: WebhookScope, tx: Tx): Promise<void> {
       const w = scopeWhere(scope, 1);
-      const ids = (await tx.query<{ id: string }>(`DELETE FROM webhooks WHERE ${w.sql} RETURNING id`, w.params)).map((r) => r.id);
-      if (ids.length > 0) await tx.query('DELETE FROM webhook_attempts WHERE webhook_id = ANY($1::text[])', [ids]);
+      await removeWhere(tx, w.sql, w.params);
     },
 
     async find(id: string, q: Queryable = db): Promise<WebhookRecord | undefined> {

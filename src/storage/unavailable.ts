@@ -28,11 +28,16 @@ const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT
  */
 const PG_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed|Cannot use a pool after calling end)/;
 
+/** An error's `code` (a SQLSTATE, or a socket's code) and message, when it has them. */
+function described(err: unknown): { code: string | undefined; message: string | undefined } {
+  const { code, message } = (typeof err === 'object' && err !== null ? err : {}) as { code?: unknown; message?: unknown };
+  return { code: typeof code === 'string' ? code : undefined, message: typeof message === 'string' ? message : undefined };
+}
+
 export function isConnectionFailure(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const { code, message } = err as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && (UNAVAILABLE_STATES.test(code) || SOCKET_ERRORS.has(code))) return true;
-  return typeof message === 'string' && PG_MESSAGES.test(message);
+  const { code, message } = described(err);
+  if (code !== undefined && (UNAVAILABLE_STATES.test(code) || SOCKET_ERRORS.has(code))) return true;
+  return message !== undefined && PG_MESSAGES.test(message);
 }
 
 /**
@@ -59,12 +64,10 @@ export const isStoreUnavailable = (err: unknown): err is StoreUnavailable => err
 const CONFLICT_STATES = /^40/;
 
 /** What a request that lost such a race answers: 503 with a short Retry-After. */
-export function conflicted(cause: unknown): DomainError {
-  return new DomainError('service_unavailable', 'The request met another change at the same moment and was undone; retry it', { retryAfterSeconds: 1, cause });
-}
+const conflicted = (cause: unknown): DomainError =>
+  new DomainError('service_unavailable', 'The request met another change at the same moment and was undone; retry it', { retryAfterSeconds: 1, cause });
 
-const isConflict = (err: unknown): boolean =>
-  typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' && CONFLICT_STATES.test((err as { code: string }).code);
+const isConflict = (err: unknown): boolean => CONFLICT_STATES.test(described(err).code ?? '');
 
 /**
  * Rethrows a connection failure as the store's unavailability, a transaction rolled back for a

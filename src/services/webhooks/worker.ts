@@ -219,7 +219,7 @@ export function createWorker(deps: WorkerDeps) {
     const context = await deps.context(d).catch(() => undefined);
     if (!context) return;
     const error = `Sleeping, too many errors from ${hostFor(webhook)}; trying again at ${new Date(until).toISOString()}`;
-    for (const e of responseEvents(webhook, context, { sent: false, ok: false, status: null, body: '', error }, clock.now().toISOString())) deps.publish(e);
+    for (const e of responseEvents(webhook, context, { sent: false, ok: false, status: null, body: '', error }, isoTime(clock.nowMs()))) deps.publish(e);
   }
 
   /** Records an attempt and the delivery's next state: delivered, due again later, or failed for good. */
