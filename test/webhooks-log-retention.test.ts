@@ -17,6 +17,9 @@ const repo = () => createWebhooksRepository(db);
 const count = async (sql: string, params: unknown[]) => Number((await db.query<{ n: number | string }>(sql, params))[0]?.n);
 const attemptsOf = (webhookId: string) => count('SELECT count(*) AS n FROM webhook_attempts WHERE webhook_id = $1', [webhookId]);
 const deliveriesOf = (webhookId: string) => count('SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1', [webhookId]);
+/** Until a statement of this test's database that matches `like` waits for a lock (PostgreSQL). */
+const waitingOnLock = (like: string) => eventually(async () =>
+  (await count("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1", [like])) > 0 || undefined);
 
 async function webhook(id: string, at: Date, productId: number | null = null): Promise<void> {
   await db.query(
@@ -78,7 +81,7 @@ test(`${STORE}: a webhook deleted while a settle holds its deliveries loses the 
     // The settle's UPDATE has locked the delivery; the deletion's cascade waits for it.
     await tx.query("UPDATE webhook_deliveries SET status = 'delivered' WHERE id = 'd_race'");
     removing = repo().remove('wh_race');
-    await eventually(async () => (await count("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM webhooks %'", [])) > 0 || undefined);
+    await waitingOnLock('%DELETE FROM webhooks %');
     await tx.query("INSERT INTO webhook_attempts (delivery_id, n, webhook_id, at, outcome, status, latency_ms) VALUES ('d_race', 1, 'wh_race', $1, 'delivered', 200, 2)", [at]);
   });
   assert.equal(await removing, true);
@@ -104,7 +107,7 @@ test(`${STORE}: a batch written while one of its webhooks is being deleted waits
   await db.transaction(async (tx) => {
     await tx.query("DELETE FROM webhooks WHERE id = 'wh_going'");
     writing = repo().insertDeliveries([item('s_1', 'wh_stays', at), item('o_1', 'wh_going', at)]);
-    await eventually(async () => (await count("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO webhook_deliveries%'", [])) > 0 || undefined);
+    await waitingOnLock('%INSERT INTO webhook_deliveries%');
   });
   assert.equal(await writing, 1);
   assert.deepEqual([await deliveriesOf('wh_stays'), await deliveriesOf('wh_going')], [1, 0]);
