@@ -6,10 +6,10 @@ import { createWebhooksRepository, type AttemptOutcome } from '../src/repositori
 
 /**
  * What the store keeps when deliveries or webhooks go. A delivery's attempts have no foreign key
- * to it (migrations/0017_webhook_attempts_keys.sql): the repository deletes them where the key's
- * cascade did, so that no log outlives its webhook or its delivery, and a pending delivery keeps
- * its own. And a webhook deleted while its events are written costs the other webhooks' events
- * nothing.
+ * to it, nor a delivery to its webhook (migrations/0017_webhook_attempts_keys.sql,
+ * 0019_webhook_deliveries_keys.sql): the repository deletes them where the keys' cascades did,
+ * so that no log outlives its webhook or its delivery, and a pending delivery keeps its own. And a
+ * webhook deleted while its events are written costs the other webhooks' events nothing.
  */
 const db = storeForFile();
 
@@ -78,10 +78,10 @@ test(`${STORE}: a webhook deleted while a settle holds its deliveries loses the 
   await delivery('d_race', 'wh_race', at);
   let removing: Promise<boolean> | undefined;
   await db.transaction(async (tx) => {
-    // The settle's UPDATE has locked the delivery; the deletion's cascade waits for it.
+    // The settle's UPDATE has locked the delivery; the deletion of the webhook's deliveries waits for it.
     await tx.query("UPDATE webhook_deliveries SET status = 'delivered' WHERE id = 'd_race'");
     removing = repo().remove('wh_race');
-    await waitingOnLock('%DELETE FROM webhooks %');
+    await waitingOnLock('%DELETE FROM webhook_deliveries %');
     await tx.query("INSERT INTO webhook_attempts (delivery_id, n, webhook_id, at, outcome, status, latency_ms) VALUES ('d_race', 1, 'wh_race', $1, 'delivered', 200, 2)", [at]);
   });
   assert.equal(await removing, true);
@@ -113,3 +113,17 @@ test(`${STORE}: a batch written while one of its webhooks is being deleted waits
   assert.deepEqual([await deliveriesOf('wh_stays'), await deliveriesOf('wh_going')], [1, 0]);
 });
 
+
+test(`${STORE}: a webhook deleted while a batch of its deliveries is being written loses that batch too`, { skip: STORE !== 'postgres' && 'the embedded store runs one transaction at a time' }, async () => {
+  const at = new Date('2026-11-24T00:00:00Z');
+  await webhook('wh_busy', at);
+  let removing: Promise<boolean> | undefined;
+  await db.transaction(async (tx) => {
+    // The batch holds the webhook's lock; the deletion waits for it, then must see its rows.
+    assert.equal(await repo().insertDeliveries([item('b_1', 'wh_busy', at), item('b_2', 'wh_busy', at)], tx), 2);
+    removing = repo().remove('wh_busy');
+    await waitingOnLock('%DELETE FROM webhooks %');
+  });
+  assert.equal(await removing, true);
+  assert.equal(await deliveriesOf('wh_busy'), 0, 'no delivery outlives its webhook');
+});

@@ -115,15 +115,20 @@ export function createWebhooksRepository(db: Db) {
     : { sql: `owner_kind = $${first} AND owner_id = $${first + 1}`, params: [scope.owner.kind, scope.owner.id] });
 
   /**
-   * Deletes the webhooks `where` selects, their deliveries (the store's cascade) and their
-   * attempts; answers how many webhooks went. The attempts go in a statement of their own, after
-   * the webhooks': the deliveries' cascade waits for a settle that holds some of them, and the
-   * attempts that settle writes are committed after the first statement began, so only a later
-   * one sees them (the attempts have no foreign key: migrations/0017_webhook_attempts_keys.sql).
+   * Deletes the webhooks `where` selects, their deliveries and their attempts; answers how many
+   * webhooks went. Neither deliveries nor attempts have a foreign key (migrations/
+   * 0017_webhook_attempts_keys.sql, 0019_webhook_deliveries_keys.sql), so each goes in a
+   * statement of its own, each seeing what committed before it began:
+   * - the deliveries after the webhooks: the webhooks' DELETE waits for a batch of deliveries
+   *   that holds a webhook's lock (`insertDeliveries`), whose rows commit after it began;
+   * - the attempts after the deliveries: the deliveries' DELETE waits for a settle that holds
+   *   some of them, and the attempts that settle writes commit after it began.
    */
   async function removeWhere(tx: Tx, where: string, params: unknown[]): Promise<number> {
     const ids = (await tx.query<{ id: string }>(`DELETE FROM webhooks WHERE ${where} RETURNING id`, params)).map((r) => r.id);
-    if (ids.length > 0) await tx.query('DELETE FROM webhook_attempts WHERE webhook_id = ANY($1::text[])', [ids]);
+    if (ids.length === 0) return 0;
+    await tx.query('DELETE FROM webhook_deliveries WHERE webhook_id = ANY($1::text[])', [ids]);
+    await tx.query('DELETE FROM webhook_attempts WHERE webhook_id = ANY($1::text[])', [ids]);
     return ids.length;
   }
 
@@ -202,10 +207,13 @@ export function createWebhooksRepository(db: Db) {
      * deliveries, where `JSON.stringify` is native; the store reads JSON as fast as arrays
      * (docs/benchmarks.md, "Webhooks").
      *
-     * A delivery of a webhook deleted meanwhile is left out rather than failing the batch on the
-     * key to `webhooks` (every other event of the batch with it, and the devices that sent them
-     * answered as if the store were down). The webhook's row is locked as the key's check locks
-     * it, so a deletion under way is waited for and seen. Answers how many were written.
+     * A delivery of a webhook deleted meanwhile is left out rather than failing the batch (every
+     * other event of the batch with it, and the devices that sent them answered as if the store
+     * were down). The webhook's row is locked as a foreign key's check would lock it, so a
+     * deletion under way is waited for and seen, and a deletion that starts meanwhile waits for
+     * this batch and then deletes its rows (`removeWhere`). That lock is the deliveries' only
+     * check of their webhook: a foreign key did it again, a trigger per row
+     * (migrations/0019_webhook_deliveries_keys.sql). Answers how many were written.
      */
     async insertDeliveries(items: NewDelivery[], q: Queryable = db): Promise<number> {
       if (items.length === 0) return 0;

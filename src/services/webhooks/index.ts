@@ -204,7 +204,7 @@ export function createWebhooks(deps: {
       const now = clock.now();
       const until = new Date(now.getTime() + leaseMs);
       const items: NewDelivery[] = hooks.map((w) => ({
-        id: newDeliveryId(deps.secrets), webhookId: w.id, createdAt: now, lease: { node: bus.nodeId, until },
+        id: newDeliveryId(deps.secrets, now.getTime()), webhookId: w.id, createdAt: now, lease: { node: bus.nodeId, until },
         event: { name: event.name, data: event.data, coreid: event.coreid, published_at: event.published_at, productId: event.productId, owner: event.owner },
       }));
       return writes.add(items).then(() => {
@@ -225,7 +225,7 @@ export function createWebhooks(deps: {
     /** A test delivery of a made-up event to one webhook (the console's "send a test event"). */
     async test(w: WebhookRecord, data: string | null): Promise<string> {
       const now = clock.now();
-      const id = newDeliveryId(deps.secrets);
+      const id = newDeliveryId(deps.secrets, now.getTime());
       const event = {
         name: w.spec.event, data, coreid: w.spec.deviceId ?? 'api', published_at: now.toISOString(),
         productId: w.scope.kind === 'product' ? w.scope.productId : null, owner: w.scope.kind === 'user' ? w.scope.owner : null,

@@ -114,8 +114,9 @@ export function createWebhookManagement(deps: {
     async resend(w: WebhookRecord, deliveryId: string): Promise<string> {
       const d = await repo.findDelivery(deliveryId);
       if (!d || d.webhookId !== w.id) throw new DomainError('not_found', 'No such delivery of this webhook');
-      const id = newDeliveryId(deps.secrets);
-      if (await repo.insertDeliveries([{ id, webhookId: w.id, event: d.event, createdAt: clock.now(), lease: null, resendOf: d.id }]) === 0) throw new DomainError('not_found', 'No such webhook');
+      const now = clock.now();
+      const id = newDeliveryId(deps.secrets, now.getTime());
+      if (await repo.insertDeliveries([{ id, webhookId: w.id, event: d.event, createdAt: now, lease: null, resendOf: d.id }]) === 0) throw new DomainError('not_found', 'No such webhook');
       deps.pending();
       return id;
     },
@@ -128,7 +129,7 @@ export function createWebhookManagement(deps: {
       const found = await repo.deliveriesBetween(w.id, from, to, MAX_REPLAY + 1);
       if (found.length > MAX_REPLAY) throw new DomainError('invalid_request', `more than ${MAX_REPLAY} deliveries in that range; replay a shorter one`);
       const now = clock.now();
-      const written = await repo.insertDeliveries(found.map((d) => ({ id: newDeliveryId(deps.secrets), webhookId: w.id, event: d.event, createdAt: now, lease: null, resendOf: d.id })));
+      const written = await repo.insertDeliveries(found.map((d) => ({ id: newDeliveryId(deps.secrets, now.getTime()), webhookId: w.id, event: d.event, createdAt: now, lease: null, resendOf: d.id })));
       if (written < found.length) throw new DomainError('not_found', 'No such webhook');
       if (written > 0) deps.pending();
       return written;
@@ -138,5 +139,19 @@ export function createWebhookManagement(deps: {
 
 export type WebhookManagement = ReturnType<typeof createWebhookManagement>;
 
-/** A delivery's id: the Standard Webhooks `webhook-id`, unique and the same on every attempt. */
-export const newDeliveryId = (secrets: Pick<Secrets, 'token'>) => `msg_${secrets.token(16, 'base64url')}`;
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * A delivery's id: the Standard Webhooks `webhook-id`, unique and the same on every attempt.
+ * It starts with its creation time (milliseconds, 10 characters of Crockford's base32, as a ULID
+ * does; they sort as the times do, in any collation, until the year 10889), then 16 random
+ * bytes. Ids made in time order go into the end of the store's indexes on them (the deliveries'
+ * key, the attempts'), where random ones went anywhere in them: a random page touched at every
+ * write, which cost the store a third of an insert's time under a flood (docs/benchmarks.md,
+ * "Webhooks").
+ */
+export function newDeliveryId(secrets: Pick<Secrets, 'token'>, atMs: number): string {
+  let time = '';
+  for (let t = Math.max(0, Math.floor(atMs)), i = 0; i < 10; i++, t = Math.floor(t / 32)) time = CROCKFORD.charAt(t % 32) + time;
+  return `msg_${time}${secrets.token(16, 'base64url')}`;
+}
