@@ -3,6 +3,7 @@
 // goes away. bench/webhooks.ts and bench/ota.ts run their devices and receivers this way.
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { setPriority } from 'node:os';
 import { exitedEarly, onCleanup, ROOT, stopChild, timeout, track } from './harness.js';
 
 export interface CommandChild { child: ChildProcess; call<T>(cmd: object, ms?: number): Promise<T>; stop(): Promise<void> }
@@ -10,9 +11,11 @@ export interface CommandChild { child: ChildProcess; call<T>(cmd: object, ms?: n
 /**
  * Forks bench/`file` and waits for its `ready`. A child that exits before it is stopped fails the
  * commands it was answering and is reported to `lost` (the benchmark fails at its next check).
+ * `nice` lowers its CPU priority (0 to 19): a load generator standing in for machines elsewhere.
  */
-export async function startCommandChild(file: string, name: string, lost: (err: Error) => void): Promise<CommandChild> {
+export async function startCommandChild(file: string, name: string, lost: (err: Error) => void, options: { nice?: number } = {}): Promise<CommandChild> {
   const child = track(fork(join(ROOT, 'bench', file), [], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  if (options.nice && child.pid !== undefined) setPriority(child.pid, options.nice);
   onCleanup(() => stopChild(child, 2000));
   const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   child.on('message', (m) => {

@@ -35,7 +35,7 @@ import {
 import { startCommandChild, type CommandChild } from './command-child.js';
 import { attachProbe, type PhaseProbe, type Probe } from './probe.js';
 
-const USAGE = 'usage: npm run bench:webhooks -- [--quick] [--store embedded|postgres|both] [--phases throughput,latency,outage] [--duration S] [--latency-duration S] [--healthy S] [--paced-warmup S] [--outage S] [--outage-mode 503|refuse] [--rate 1000] [--devices 8] [--window 32] [--concurrency 32] [--data-bytes 128] [--probe] [--pg-admin-url URL]';
+const USAGE = 'usage: npm run bench:webhooks -- [--quick] [--store embedded|postgres|both] [--phases throughput,latency,outage] [--duration S] [--latency-duration S] [--healthy S] [--paced-warmup S] [--outage S] [--outage-mode 503|refuse] [--rate 1000] [--devices 8] [--window 32] [--concurrency 32] [--data-bytes 128] [--devices-nice 19] [--probe] [--pg-admin-url URL]';
 const { args, quick, stores } = commandLine(USAGE, 'both');
 const PHASES = (option(args, 'phases') ?? 'throughput,latency,outage').split(',');
 if (PHASES.some((p) => !['throughput', 'latency', 'outage'].includes(p))) throw new Error(`--phases: throughput, latency, outage\n${USAGE}`);
@@ -53,11 +53,18 @@ const WINDOW = Number(option(args, 'window') ?? 32);
 /** The bare loop's requests at once: what Skyport sends to one host at once by default (WEBHOOK_HOST_CONCURRENCY). */
 const CONCURRENCY = Number(option(args, 'concurrency') ?? 32);
 const DATA_BYTES = Number(option(args, 'data-bytes') ?? 128);
+/**
+ * The devices' CPU priority (`nice`), lowest by default, as bench/run.ts's flooder: real devices
+ * publish from elsewhere, and on two shared cores devices at full priority took the CPU that
+ * delivery needed, so the phase measured their share of the machine more than Skyport's pipeline.
+ */
+const DEVICES_NICE = Number(option(args, 'devices-nice') ?? 19);
 const PROBE = args.includes('--probe');
 const ADMIN = option(args, 'pg-admin-url') ?? DEFAULT_ADMIN_URL;
 for (const [n, v] of Object.entries({ duration: DURATION, 'latency-duration': LATENCY_DURATION, outage: OUTAGE, healthy: HEALTHY, 'paced-warmup': PACED_WARMUP, rate: RATE, devices: DEVICES, window: WINDOW, concurrency: CONCURRENCY, 'data-bytes': DATA_BYTES })) {
   if (!Number.isFinite(v) || v <= 0) throw new Error(`--${n} must be a positive number\n${USAGE}`);
 }
+if (!Number.isInteger(DEVICES_NICE) || DEVICES_NICE < 0 || DEVICES_NICE > 19) throw new Error(`--devices-nice: 0 to 19\n${USAGE}`);
 if (DATA_BYTES > 600) throw new Error('--data-bytes: at most 600 (a device event\'s data limit is 622 bytes)');
 
 const EVENT = 'bench/hook';
@@ -79,7 +86,7 @@ const now = () => performance.timeOrigin + performance.now();
 // The child processes: commands over IPC, answered by `seq`.
 
 type Child = CommandChild;
-const startChild = (file: string, name: string) => startCommandChild(file, name, (err) => { failure ??= err; });
+const startChild = (file: string, name: string, nice = 0) => startCommandChild(file, name, (err) => { failure ??= err; }, { nice });
 
 /** A child that dies during the run (a device's connection lost) fails it at the next check. */
 let failure: Error | undefined;
@@ -269,7 +276,7 @@ async function runStore(store: Store, receivers: Child, ports: { a: number; b: n
   await receivers.call({ cmd: 'secret', name: 'a', path: hookPath, secret: hook.secret });
   await receivers.call({ cmd: 'secret', name: 'a', path: barePath, secret: hook.secret });
 
-  const devices = await startChild('hook-devices.ts', 'devices');
+  const devices = await startChild('hook-devices.ts', 'devices', DEVICES_NICE);
   await devices.call({ cmd: 'setup', mqttUrl: `mqtt://${sky.mqttHost}:${sky.mqttPort}`, devices: identities, event: EVENT, dataBytes: DATA_BYTES });
 
   // Warm-up, and the sample the bare loop copies: a few events through the whole path, each checked.
@@ -451,7 +458,7 @@ async function main(): Promise<void> {
   if (!existsSync(join(ROOT, 'dist', 'cli', 'run.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench:webhooks does)');
   const date = new Date().toISOString();
   const load0 = loads();
-  console.log(`Webhook benchmark: stores ${stores.join(', ')}; phases ${PHASES.join(', ')}; ${DEVICES} devices (window ${WINDOW}), ${DATA_BYTES}-byte event data; bare loop ${CONCURRENCY} at once; ${cpus().length} cores, load average ${load0.join(' ')}`);
+  console.log(`Webhook benchmark: stores ${stores.join(', ')}; phases ${PHASES.join(', ')}; ${DEVICES} devices (window ${WINDOW}, nice ${DEVICES_NICE}), ${DATA_BYTES}-byte event data; bare loop ${CONCURRENCY} at once; ${cpus().length} cores, load average ${load0.join(' ')}`);
   mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
 
   const receivers = await startChild('hook-receiver.ts', 'receivers');
