@@ -48,8 +48,17 @@ export async function startServer(settings: Settings): Promise<{ skyport: Skypor
 }
 
 /**
+ * How long the steps of a shutdown after its drain may take (the webhook deliveries under way
+ * get 5 s, then the node's lease, NATS and the store): the drain may use all of
+ * SHUTDOWN_GRACE_SECONDS, and a cut at that moment stopped the server before it stored its
+ * devices offline or handed its deliveries back.
+ */
+export const CLOSE_ALLOWANCE_SECONDS = 15;
+
+/**
  * Graceful shutdown on SIGTERM and SIGINT: stop accepting, let in-flight requests finish (up to
- * SHUTDOWN_GRACE_SECONDS), then close storage and exit.
+ * SHUTDOWN_GRACE_SECONDS), then close storage and exit; cut short if still under way
+ * CLOSE_ALLOWANCE_SECONDS after that.
  */
 export function exitOnSignals(skyport: Skyport, graceSeconds: number): void {
   let stopping = false;
@@ -60,7 +69,7 @@ export function exitOnSignals(skyport: Skyport, graceSeconds: number): void {
     const force = setTimeout(() => {
       skyport.app.log.warn({ stage: skyport.shutdownStage() }, 'the shutdown did not finish in time; exiting');
       process.exit(1);
-    }, graceSeconds * 1000);
+    }, (graceSeconds + CLOSE_ALLOWANCE_SECONDS) * 1000);
     force.unref();
     skyport.close().then(() => process.exit(0), (err) => {
       skyport.app.log.error({ err }, 'shutdown failed');

@@ -9,6 +9,8 @@ import { raw } from './helpers/http.js';
 import { spawnSkyport } from './helpers/cli.js';
 import { eventually } from './helpers/eventually.js';
 import { freePort } from './helpers/ports.js';
+import { fakeDevice, provision } from './helpers/device.js';
+import { newProduct } from './helpers/fixtures.js';
 import { totpNow } from '../src/domain/totp.js';
 import { loadMigrations } from '../src/storage/migrate.js';
 
@@ -52,7 +54,7 @@ processTest('the server process: user create with sign-up closed, migrate, start
 
     const port = await freePort();
     const mqttPort = await freePort();
-    const server = run(['server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1', '--data-dir', dir], { SIGNUP: 'off' });
+    const server = run(['server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1', '--data-dir', dir], { SIGNUP: 'off', SHUTDOWN_GRACE_SECONDS: '1' });
     const url = `http://127.0.0.1:${port}`;
     // Its first start makes a new data directory (initdb): seconds of work on a busy machine.
     await eventually(() => (server.out().includes('Skyport is running') ? true : undefined), 30_000, 'the server\'s start');
@@ -75,8 +77,19 @@ processTest('the server process: user create with sign-up closed, migrate, start
     // Said before the store is opened: no data directory was made for a start that cannot listen.
     assert.equal(existsSync(join(dir, 'other')), false);
 
+    // A device call that never ends uses the whole grace: the shutdown's last steps still have
+    // their time after it, and the process exits 0 with the caller answered.
+    const product = await newProduct(url, login.body.access_token);
+    const who = await provision(url, login.body.access_token, product.id);
+    let called = false;
+    const device = await fakeDevice(`mqtt://127.0.0.1:${mqttPort}`, who, { functions: { stuck: () => { called = true; return 'hang'; } } });
+    const call = raw(`${url}/v1/devices/${who.id}/stuck`, { method: 'POST', token: login.body.access_token, json: { arg: 'x' } });
+    await eventually(() => (called ? true : undefined), 10_000, 'the call reaching the device');
     server.child.kill('SIGTERM');
     assert.equal(await server.exit, 0, server.err());
+    const answered = await call;
+    assert.ok(answered.status >= 400 && answered.status < 600 && typeof answered.json.error === 'string', `${answered.status} ${answered.text}`);
+    await device.close();
 
     const bad = run(['server', 'start'], { PORT: 'abc', DATA_DIR: dir });
     assert.equal(await bad.exit, 1);
