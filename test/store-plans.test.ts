@@ -52,7 +52,7 @@ test(`${STORE}: settling deliveries finds them by key after the table grew, what
   });
 });
 
-test(`${STORE}: claiming due deliveries leaves those of the webhooks excluded (a sleeping host's) where they are`, async () => {
+test(`${STORE}: claiming due deliveries leaves those of the webhooks excluded (a sleeping host's) where they are, and takes one at a time of those probed (a host awake again)`, async () => {
   const repo = createWebhooksRepository(db);
   const at = new Date('2026-12-02T00:00:00Z');
   await db.transaction(async (tx) => {
@@ -70,9 +70,12 @@ test(`${STORE}: claiming due deliveries leaves those of the webhooks excluded (a
   assert.ok(claimed.every((d) => d.webhookId === 'wh_awake'));
   const left = await db.query<{ n: number | string }>("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = 'wh_asleep' AND status = 'pending'");
   assert.equal(Number(left[0]?.n), 20, 'the sleeping host\'s deliveries were not taken');
-  // Once the host wakes, they are taken.
+  // Once the host wakes it is probed: one delivery per claim, the earliest due, until it answers 2xx.
+  const probe = await repo.claimDue('n1', now, new Date(now.getTime() + 60_000), 100, ['wh_plans'], ['wh_asleep']);
+  assert.deepEqual(probe.map((d) => d.webhookId), ['wh_asleep']);
+  // Then they are taken as a poll's room allows.
   const rest = await repo.claimDue('n1', now, new Date(now.getTime() + 60_000), 100, ['wh_plans']);
-  assert.deepEqual([rest.length, rest.every((d) => d.webhookId === 'wh_asleep')], [20, true]);
+  assert.deepEqual([rest.length, rest.every((d) => d.webhookId === 'wh_asleep')], [19, true]);
 });
 
 test(`${STORE}: a claim reads no rows of the webhooks it must leave, however many are due`, async () => {
@@ -93,7 +96,7 @@ test(`${STORE}: a claim reads no rows of the webhooks it must leave, however man
       `INSERT INTO webhook_deliveries (id, webhook_id, event, status, next_at, created_at)
        SELECT 'up_' || g, 'wh_up', '{"name":"t","data":"x"}', 'pending', $1, $1 FROM generate_series(1, 3) AS g`, [at]);
     const before = await fetched(tx);
-    const claimed = await repo.claimDue('n1', new Date(at.getTime() + 1000), new Date(at.getTime() + 60_000), 100, ['wh_down', 'wh_plans', 'wh_asleep', 'wh_awake'], tx);
+    const claimed = await repo.claimDue('n1', new Date(at.getTime() + 1000), new Date(at.getTime() + 60_000), 100, ['wh_down', 'wh_plans', 'wh_asleep', 'wh_awake'], [], tx);
     assert.deepEqual(claimed.map((d) => d.id).sort(), ['up_1', 'up_2', 'up_3']);
     const read = await fetched(tx) - before;
     assert.ok(read < 100, `the claim read ${read} rows for 3`);

@@ -236,8 +236,9 @@ export function createWebhooksRepository(db: Db) {
 
     /**
      * Takes up to `limit` deliveries that are due (or whose holder's lease ran out) for `node`,
-     * the earliest due first, of webhooks that are enabled and not in `exclude`; nodes taking at
-     * once get different ones (SKIP LOCKED).
+     * the earliest due first, of webhooks that are enabled and not in `exclude`, and one at most
+     * of each webhook in `probing` (its host is being probed after a sleep); nodes taking at once
+     * get different ones (SKIP LOCKED).
      *
      * It visits the webhooks that have deliveries waiting, one index probe each (`waiting`: a
      * loose scan of `webhook_deliveries_due_by_webhook`), and reads due rows only of those it may
@@ -246,7 +247,7 @@ export function createWebhooksRepository(db: Db) {
      * delivery is `sending` only from a time at which it was due, so a lease that ran out by
      * `now` belongs to a row with `next_at <= now`.
      */
-    async claimDue(node: string, now: Date, leaseUntil: Date, limit: number, exclude: string[] = [], q: Queryable = db): Promise<DeliveryRecord[]> {
+    async claimDue(node: string, now: Date, leaseUntil: Date, limit: number, exclude: string[] = [], probing: string[] = [], q: Queryable = db): Promise<DeliveryRecord[]> {
       const rows = await q.query<DeliveryRow>(
         `UPDATE webhook_deliveries SET status = 'sending', lease_node = $1, lease_until = $3
          WHERE id = ANY(ARRAY(
@@ -259,11 +260,11 @@ export function createWebhooksRepository(db: Db) {
            CROSS JOIN LATERAL (
              SELECT d.id, d.next_at FROM webhook_deliveries d
              WHERE d.webhook_id = w.id AND d.status IN ('pending', 'sending') AND d.next_at <= $2 AND (d.status = 'pending' OR d.lease_until <= $2)
-             ORDER BY d.next_at LIMIT $4 FOR UPDATE OF d SKIP LOCKED) due
+             ORDER BY d.next_at LIMIT CASE WHEN w.id = ANY($6::text[]) THEN 1 ELSE $4 END FOR UPDATE OF d SKIP LOCKED) due
            WHERE w.disabled_reason IS NULL AND NOT COALESCE((w.spec->>'disabled')::boolean, false) AND w.id <> ALL($5::text[])
            ORDER BY due.next_at LIMIT $4))
          RETURNING ${DELIVERY_COLUMNS}`,
-        [node, now, leaseUntil, limit, exclude],
+        [node, now, leaseUntil, limit, exclude, probing],
       );
       return rows.map(delivery);
     },

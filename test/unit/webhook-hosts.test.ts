@@ -42,3 +42,20 @@ test('a host takes `concurrency` deliveries at once; a finished one frees its sl
   hosts.finish('a', true, 0);
   assert.equal(hosts.hasRoom('a'), true);
 });
+
+test('a host that slept is probed once awake, until it answers 2xx; one that never slept is not', () => {
+  const hosts = createHosts(options);
+  const t = 3_000_000;
+  run(hosts, 'ok', true, t);
+  for (let i = 0; i < 5; i++) run(hosts, 'a', false, t + i);
+  assert.deepEqual([...hosts.probing(t + 10)], [], 'asleep: not probed yet');
+  const woke = t + 4 + options.sleepMs;
+  assert.deepEqual([...hosts.probing(woke)], ['a']);
+  assert.equal(hosts.isProbing('a'), true);
+  assert.equal(run(hosts, 'a', false, woke + 1), false, 'one error does not end the probing, nor put it to sleep');
+  assert.deepEqual([...hosts.probing(woke + 2)], ['a'], 'still probed: an error is no proof');
+  run(hosts, 'a', true, woke + 3);
+  assert.deepEqual([...hosts.probing(woke + 4)], []);
+  assert.equal(hosts.isProbing('a'), false);
+  assert.equal(hosts.isProbing('ok'), false);
+});

@@ -47,6 +47,7 @@ function harness(options: { concurrency: number; hostConcurrency: number; stored
   };
   const recorded: AttemptOutcome[] = [];
   const excluded: string[][] = [];
+  const probed: string[][] = [];
   let storeOpen: () => void = () => undefined;
   let storeGate = Promise.resolve();
   const repo = {
@@ -55,10 +56,13 @@ function harness(options: { concurrency: number; hostConcurrency: number; stored
       recorded.push(...outcomes);
     },
     // Due deliveries in the store, handed out up to each poll's room, but those of the webhooks excluded.
-    claimDue: async (_node: string, _now: Date, _until: Date, limit: number, exclude: string[] = []) => {
+    claimDue: async (_node: string, _now: Date, _until: Date, limit: number, exclude: string[] = [], probing: string[] = []) => {
       excluded.push(exclude);
+      probed.push(probing);
       const stored = options.stored ?? [];
-      const taken = stored.filter((d) => !exclude.includes(d.webhookId)).slice(0, limit);
+      // One at most of each webhook probed.
+      const taken = stored.filter((d) => !exclude.includes(d.webhookId))
+        .filter((d, i, all) => !probing.includes(d.webhookId) || all.findIndex((o) => o.webhookId === d.webhookId) === i).slice(0, limit);
       for (const d of taken) stored.splice(stored.indexOf(d), 1);
       return taken;
     },
@@ -72,7 +76,7 @@ function harness(options: { concurrency: number; hostConcurrency: number; stored
     attempted: () => undefined,
   });
   return {
-    worker, sent, recorded, excluded,
+    worker, sent, recorded, excluded, probed,
     /** Answers every request sent so far. */
     answerAll: () => { for (const a of answers.splice(0)) a(); },
     closeStore: () => { storeGate = new Promise((resolve) => { storeOpen = resolve; }); },
@@ -187,4 +191,30 @@ test('a sleeping host\'s due deliveries stay in the store: the poll does not tak
   h.answerAll();
   await h.worker.stop(5000);
   assert.deepEqual(h.recorded.map((o) => o.attempt.outcome), ['delivered', 'delivered']);
+});
+
+test('a host awake again after a sleep gets one of its backlog at a time; once it answers 2xx, the rest at once', async () => {
+  const back = webhook('w-back', 'https://back.example/hook');
+  const hosts = createHosts({ concurrency: 4, windowMs: 30_000, minErrors: 5, sleepMs: 10 });
+  // It slept, and woke: its sleep of 10 ms ended long ago.
+  for (let i = 0; i < 5; i++) {
+    hosts.start('back.example');
+    hosts.finish('back.example', false, Date.now() - 1000);
+  }
+  const stored = [delivery(back.id), delivery(back.id), delivery(back.id)];
+  const h = harness({ concurrency: 4, hostConcurrency: 4, stored, hosts }, [back]);
+  h.worker.start();
+  for (const until = Date.now() + 5000; h.sent.length < 1 && Date.now() < until;) await new Promise((r) => setTimeout(r, 1));
+  await turns();
+  assert.deepEqual(h.probed[0], ['w-back']);
+  assert.equal(h.sent.length, 1, 'one probe, the rest left in the store');
+  assert.equal(stored.length, 2);
+  // Its 2xx: the next poll comes at once (the poll's timer is a minute away) and takes the rest.
+  h.answerAll();
+  for (const until = Date.now() + 5000; h.sent.length < 3 && Date.now() < until;) await new Promise((r) => setTimeout(r, 1));
+  assert.equal(h.sent.length, 3);
+  assert.deepEqual(h.probed.at(-1), []);
+  h.answerAll();
+  await h.worker.stop(5000);
+  assert.deepEqual(h.recorded.map((o) => o.attempt.outcome), ['delivered', 'delivered', 'delivered']);
 });

@@ -22,18 +22,25 @@ export const HOST_DEFAULTS: HostOptions = { concurrency: 32, windowMs: 30_000, m
  * thousands of outcomes (docs/benchmarks.md, "Webhooks").
  */
 interface Bucket { at: number; ok: number; errors: number }
-interface Host { inFlight: number; buckets: Bucket[]; ok: number; errors: number; sleepingUntil: number }
+/**
+ * `probing`: the host slept and has not answered 2xx since. Its backlog in the store is then
+ * taken a delivery at a time (a probe, as a circuit breaker's half-open state), not a poll's
+ * room: at each wake of a receiver still down, the poll took hundreds of its due deliveries, only
+ * to skip them again once five failures put the host back to sleep, a burst of writes that the
+ * other webhooks' deliveries waited behind (docs/benchmarks.md, "Webhooks").
+ */
+interface Host { inFlight: number; buckets: Bucket[]; ok: number; errors: number; sleepingUntil: number; probing: boolean }
 
 export function createHosts(options: HostOptions = HOST_DEFAULTS) {
   const hosts = new Map<string, Host>();
   const bucketMs = Math.max(1, Math.floor(options.windowMs / 30));
   const host = (name: string): Host => {
     let h = hosts.get(name);
-    if (!h) hosts.set(name, (h = { inFlight: 0, buckets: [], ok: 0, errors: 0, sleepingUntil: 0 }));
+    if (!h) hosts.set(name, (h = { inFlight: 0, buckets: [], ok: 0, errors: 0, sleepingUntil: 0, probing: false }));
     return h;
   };
   const forget = (name: string, h: Host) => {
-    if (h.inFlight === 0 && h.buckets.length === 0 && h.sleepingUntil === 0) hosts.delete(name);
+    if (h.inFlight === 0 && h.buckets.length === 0 && h.sleepingUntil === 0 && !h.probing) hosts.delete(name);
   };
   return {
     /** Until when the host sleeps (ms), or 0 when deliveries may go to it now. */
@@ -47,6 +54,13 @@ export function createHosts(options: HostOptions = HOST_DEFAULTS) {
       for (const [name, h] of hosts) if (h.sleepingUntil > now) out.add(name);
       return out;
     },
+    /** The hosts awake again after a sleep that have not answered 2xx since. */
+    probing(now: number): Set<string> {
+      const out = new Set<string>();
+      for (const [name, h] of hosts) if (h.probing && h.sleepingUntil <= now) out.add(name);
+      return out;
+    },
+    isProbing: (name: string) => hosts.get(name)?.probing ?? false,
     hasRoom: (name: string) => (hosts.get(name)?.inFlight ?? 0) < options.concurrency,
     start(name: string): void { host(name).inFlight += 1; },
     /** One delivery to the host ended; answers whether the host now sleeps. */
@@ -65,6 +79,7 @@ export function createHosts(options: HostOptions = HOST_DEFAULTS) {
       if (ok) {
         last.ok += 1;
         h.ok += 1;
+        h.probing = false;
         forget(name, h);
         return false;
       }
@@ -72,6 +87,7 @@ export function createHosts(options: HostOptions = HOST_DEFAULTS) {
       h.errors += 1;
       if (h.errors >= options.minErrors && h.errors > h.ok && h.sleepingUntil <= now) {
         h.sleepingUntil = now + options.sleepMs;
+        h.probing = true;
         h.buckets = [];
         h.ok = 0;
         h.errors = 0;
@@ -79,12 +95,7 @@ export function createHosts(options: HostOptions = HOST_DEFAULTS) {
       }
       return false;
     },
-    wake(name: string): void {
-      const h = hosts.get(name);
-      if (!h) return;
-      h.sleepingUntil = 0;
-      forget(name, h);
-    },
+
   };
 }
 

@@ -204,7 +204,10 @@ export function createWorker(deps: WorkerDeps) {
       result = { status: null, latencyMs: 0, body: '', retryAfter: undefined, error: `the request could not be made: ${(err as Error).message}`, refused: false };
     }
     const ok = result.status !== null && result.status >= 200 && result.status < 300;
+    const proven = ok && deps.hosts.isProbing(host);
     const sleeping = deps.hosts.finish(host, ok || result.refused, clock.nowMs());
+    // The host answers again after a sleep: its backlog in the store is taken now, not at the next poll.
+    if (proven) void poll();
     if (sleeping) deps.log().warn({ webhook: webhook.id, host }, 'webhook host answers mostly errors; deliveries to it wait a few seconds');
     background(settle(d, webhook, result, ok ? 'delivered' : 'failed', 0).then(() => {
       if (!context) return;
@@ -262,10 +265,12 @@ export function createWorker(deps: WorkerDeps) {
    * The webhooks whose host sleeps: the poll leaves their due deliveries in the store until it
    * wakes. Taken, each would only be skipped again, a write and a `hook-error` each: a backlog
    * (an outage's) went round at a poll's room every second, and its writes slowed every other
-   * webhook's deliveries (docs/benchmarks.md, "Webhooks").
+   * webhook's deliveries (docs/benchmarks.md, "Webhooks"). And the webhooks whose host woke but
+   * has not answered 2xx since (`probing`): the poll takes one of their due deliveries at a time,
+   * until one succeeds.
    */
-  function asleep(now: number): string[] {
-    const hosts = deps.hosts.sleeping(now);
+  function asleep(now: number, which: 'sleeping' | 'probing'): string[] {
+    const hosts = which === 'sleeping' ? deps.hosts.sleeping(now) : deps.hosts.probing(now);
     if (hosts.size === 0) return [];
     const ids: string[] = [];
     for (const w of deps.index.all()) if (hosts.has(hostFor(w))) ids.push(w.id);
@@ -280,7 +285,7 @@ export function createWorker(deps: WorkerDeps) {
     try {
       const now = clock.nowMs();
       const until = now + deps.leaseMs;
-      const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room, asleep(now));
+      const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room, asleep(now, 'sleeping'), asleep(now, 'probing'));
       more = due.length === room;
       if (due.length > 0) take(due, until);
     } catch (err) {
