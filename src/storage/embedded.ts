@@ -23,6 +23,8 @@ type Request = EmbeddedRequest extends infer R ? (R extends unknown ? Omit<R, 'i
 export interface EmbeddedOptions {
   /** How often the thread looks for tables to vacuum or analyse (embedded-worker.ts). */
   maintenanceMs?: number;
+  /** How often a table's vacuum cleans its indexes too (embedded-worker.ts, `INDEX_CLEANUP_MS`). */
+  indexCleanupMs?: number;
   /**
    * A tarball of a data directory (`dump()` of another store) to start from instead of an empty
    * cluster: initdb is the dearest part of opening a new store, and a migrated template spares
@@ -69,7 +71,7 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
    * crash; an in-memory store has nothing to start again from, and stays unavailable.
    */
   function start(template: string | undefined): Worker {
-    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, template, compiled };
+    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, indexCleanupMs: options.indexCleanupMs, template, compiled };
     const thread = fromSource
       ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData })
       : new Worker(file, { workerData });
