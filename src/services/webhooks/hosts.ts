@@ -95,7 +95,6 @@ export function createHosts(options: HostOptions = HOST_DEFAULTS) {
       }
       return false;
     },
-
   };
 }
 

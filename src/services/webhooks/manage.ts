@@ -147,7 +147,7 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
  * does; they sort as the times do, in any collation, until the year 10889), then 16 random
  * bytes. Ids made in time order go into the end of the store's indexes on them (the deliveries'
  * key, the attempts'), where random ones went anywhere in them: a random page touched at every
- * write, which cost the store a third of an insert's time under a flood (docs/benchmarks.md,
+ * write, which cost the store up to a third of an insert's time under a flood (docs/benchmarks.md,
  * "Webhooks").
  */
 export function newDeliveryId(secrets: Pick<Secrets, 'token'>, atMs: number): string {

@@ -269,8 +269,7 @@ export function createWorker(deps: WorkerDeps) {
    * has not answered 2xx since (`probing`): the poll takes one of their due deliveries at a time,
    * until one succeeds.
    */
-  function asleep(now: number, which: 'sleeping' | 'probing'): string[] {
-    const hosts = which === 'sleeping' ? deps.hosts.sleeping(now) : deps.hosts.probing(now);
+  function webhooksOf(hosts: Set<string>): string[] {
     if (hosts.size === 0) return [];
     const ids: string[] = [];
     for (const w of deps.index.all()) if (hosts.has(hostFor(w))) ids.push(w.id);
@@ -285,7 +284,7 @@ export function createWorker(deps: WorkerDeps) {
     try {
       const now = clock.nowMs();
       const until = now + deps.leaseMs;
-      const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room, asleep(now, 'sleeping'), asleep(now, 'probing'));
+      const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room, webhooksOf(deps.hosts.sleeping(now)), webhooksOf(deps.hosts.probing(now)));
       more = due.length === room;
       if (due.length > 0) take(due, until);
     } catch (err) {
