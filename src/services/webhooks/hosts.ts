@@ -39,6 +39,11 @@ export function createHosts(options: HostOptions = HOST_DEFAULTS) {
     if (!h) hosts.set(name, (h = { inFlight: 0, buckets: [], ok: 0, errors: 0, sleepingUntil: 0, probing: false }));
     return h;
   };
+  const namesWhere = (test: (h: Host) => boolean): Set<string> => {
+    const out = new Set<string>();
+    for (const [name, h] of hosts) if (test(h)) out.add(name);
+    return out;
+  };
   const forget = (name: string, h: Host) => {
     if (h.inFlight === 0 && h.buckets.length === 0 && h.sleepingUntil === 0 && !h.probing) hosts.delete(name);
   };
@@ -49,17 +54,9 @@ export function createHosts(options: HostOptions = HOST_DEFAULTS) {
       return h && h.sleepingUntil > now ? h.sleepingUntil : 0;
     },
     /** The hosts that sleep now (their deliveries stay in the store until they wake). */
-    sleeping(now: number): Set<string> {
-      const out = new Set<string>();
-      for (const [name, h] of hosts) if (h.sleepingUntil > now) out.add(name);
-      return out;
-    },
+    sleeping: (now: number) => namesWhere((h) => h.sleepingUntil > now),
     /** The hosts awake again after a sleep that have not answered 2xx since. */
-    probing(now: number): Set<string> {
-      const out = new Set<string>();
-      for (const [name, h] of hosts) if (h.probing && h.sleepingUntil <= now) out.add(name);
-      return out;
-    },
+    probing: (now: number) => namesWhere((h) => h.probing && h.sleepingUntil <= now),
     isProbing: (name: string) => hosts.get(name)?.probing ?? false,
     hasRoom: (name: string) => (hosts.get(name)?.inFlight ?? 0) < options.concurrency,
     start(name: string): void { host(name).inFlight += 1; },

@@ -1,4 +1,3 @@
-import { DomainError } from '../../domain/errors.js';
 import type { Bus, CloudEvent } from '../../bus/bus.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Log } from '../../platform/log.js';
@@ -9,7 +8,7 @@ import type { Db, Tx } from '../../storage/db.js';
 import type { AuditService } from '../audit.service.js';
 import { destinationCheck } from './destinations.js';
 import { createHosts, HOST_DEFAULTS } from './hosts.js';
-import { createWebhookManagement, newDeliveryId } from './manage.js';
+import { createWebhookManagement, insertOfWebhook, newDeliveryId } from './manage.js';
 import { createWebhookIndex } from './matching.js';
 import { disabledEvent } from './responses.js';
 import { DISABLE_AFTER_FAILING_MS } from './schedule.js';
@@ -230,7 +229,7 @@ export function createWebhooks(deps: {
         name: w.spec.event, data, coreid: w.spec.deviceId ?? 'api', published_at: now.toISOString(),
         productId: w.scope.kind === 'product' ? w.scope.productId : null, owner: w.scope.kind === 'user' ? w.scope.owner : null,
       };
-      if (await repo.insertDeliveries([{ id, webhookId: w.id, event, createdAt: now, lease: null }]) === 0) throw new DomainError('not_found', 'No such webhook');
+      await insertOfWebhook(repo, [{ id, webhookId: w.id, event, createdAt: now, lease: null }]);
       worker.poke();
       return id;
     },

@@ -1,7 +1,7 @@
 import { DomainError } from '../../domain/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Secrets } from '../../platform/secrets.js';
-import type { DeliveryRecord, WebhookRecord, WebhookScope, WebhooksRepository } from '../../repositories/webhooks.repository.js';
+import type { DeliveryRecord, NewDelivery, WebhookRecord, WebhookScope, WebhooksRepository } from '../../repositories/webhooks.repository.js';
 import type { AuditService } from '../audit.service.js';
 import { checkHost, hostOf, type DestinationCheck } from './destinations.js';
 import { newSigningSecret } from './signing.js';
@@ -116,7 +116,7 @@ export function createWebhookManagement(deps: {
       if (!d || d.webhookId !== w.id) throw new DomainError('not_found', 'No such delivery of this webhook');
       const now = clock.now();
       const id = newDeliveryId(deps.secrets, now.getTime());
-      if (await repo.insertDeliveries([{ id, webhookId: w.id, event: d.event, createdAt: now, lease: null, resendOf: d.id }]) === 0) throw new DomainError('not_found', 'No such webhook');
+      await insertOfWebhook(repo, [{ id, webhookId: w.id, event: d.event, createdAt: now, lease: null, resendOf: d.id }]);
       deps.pending();
       return id;
     },
@@ -129,8 +129,7 @@ export function createWebhookManagement(deps: {
       const found = await repo.deliveriesBetween(w.id, from, to, MAX_REPLAY + 1);
       if (found.length > MAX_REPLAY) throw new DomainError('invalid_request', `more than ${MAX_REPLAY} deliveries in that range; replay a shorter one`);
       const now = clock.now();
-      const written = await repo.insertDeliveries(found.map((d) => ({ id: newDeliveryId(deps.secrets, now.getTime()), webhookId: w.id, event: d.event, createdAt: now, lease: null, resendOf: d.id })));
-      if (written < found.length) throw new DomainError('not_found', 'No such webhook');
+      const written = await insertOfWebhook(repo, found.map((d) => ({ id: newDeliveryId(deps.secrets, now.getTime()), webhookId: w.id, event: d.event, createdAt: now, lease: null, resendOf: d.id })));
       if (written > 0) deps.pending();
       return written;
     },
@@ -138,6 +137,16 @@ export function createWebhookManagement(deps: {
 }
 
 export type WebhookManagement = ReturnType<typeof createWebhookManagement>;
+
+/**
+ * Writes deliveries the API asked for (a test event, a resend, a replay): every one, or 404 when
+ * their webhook was deleted meanwhile (the insert leaves such deliveries out).
+ */
+export async function insertOfWebhook(repo: Pick<WebhooksRepository, 'insertDeliveries'>, items: NewDelivery[]): Promise<number> {
+  const written = await repo.insertDeliveries(items);
+  if (written < items.length) throw new DomainError('not_found', 'No such webhook');
+  return written;
+}
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
