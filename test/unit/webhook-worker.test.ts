@@ -33,7 +33,7 @@ function delivery(webhookId: string): DeliveryRecord {
 }
 
 /** A receiver per host that answers when told to; a store whose writes of attempts wait until let go. */
-function harness(options: { concurrency: number; hostConcurrency: number; stored?: DeliveryRecord[]; hosts?: Hosts }, hooks: WebhookRecord[]) {
+function harness(options: { concurrency: number; hostConcurrency: number; stored?: DeliveryRecord[]; hosts?: Hosts; holdPerHost?: number }, hooks: WebhookRecord[]) {
   const index = createWebhookIndex();
   index.replace(hooks);
   const sent: OutgoingRequest[] = [];
@@ -70,7 +70,7 @@ function harness(options: { concurrency: number; hostConcurrency: number; stored
   } as unknown as WebhooksRepository;
   const worker = createWorker({
     repo, index, sender, hosts: options.hosts ?? createHosts({ concurrency: options.hostConcurrency, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 }), clock: systemClock,
-    log: () => quiet, node: 'n1', leaseMs: 60_000, concurrency: options.concurrency, pollMs: 60_000,
+    log: () => quiet, node: 'n1', leaseMs: 60_000, concurrency: options.concurrency, pollMs: 60_000, holdPerHost: options.holdPerHost ?? 1_000_000,
     context: async (d) => ({ id: d.id, name: d.event.name, data: d.event.data, coreid: d.event.coreid, published_at: d.event.published_at, productId: 1, ownerName: null, firmwareVersion: null }),
     publish: () => undefined,
     attempted: () => undefined,
@@ -217,4 +217,78 @@ test('a host awake again after a sleep gets one of its backlog at a time; once i
   h.answerAll();
   await h.worker.stop(5000);
   assert.deepEqual(h.recorded.map((o) => o.attempt.outcome), ['delivered', 'delivered', 'delivered']);
+});
+
+test('a host\'s deliveries beyond what the node holds wait in the store: the node\'s memory is bounded, and they go once there is room', async () => {
+  const w = webhook('w1', 'https://one.example/hook');
+  const stored: DeliveryRecord[] = [];
+  const h = harness({ concurrency: 2, hostConcurrency: 2, holdPerHost: 3, stored }, [w]);
+  h.worker.start();
+  /** What the webhooks' service does with a new event's delivery: held and sent, or written for a poll. */
+  const publish = () => {
+    const d = delivery(w.id);
+    if (h.worker.holds(w)) h.worker.take([d], Date.now() + 60_000);
+    else {
+      stored.push({ ...d, status: 'pending' });
+      h.worker.spilled(w);
+    }
+    return d.id;
+  };
+  const published = Array.from({ length: 8 }, publish);
+  await turns();
+  assert.deepEqual(h.worker.stats(), { inFlight: 2, ready: 3 }, 'two sent, three held: the bound');
+  assert.deepEqual(stored.map((d) => d.id), published.slice(5), 'the three that did not fit are in the store');
+  assert.equal(h.worker.holds(w), false);
+  for (let i = 0; i < 20 && h.sent.length < published.length; i++) {
+    h.answerAll();
+    await turns();
+  }
+  assert.deepEqual(h.sent.map((r) => r.headers['webhook-id']).sort(), [...published].sort(), 'each sent once');
+  assert.equal(stored.length, 0);
+  assert.equal(h.worker.holds(w), true, 'held in memory again');
+  h.answerAll();
+  await h.worker.stop(5000);
+  assert.equal(h.recorded.length, published.length);
+});
+
+test('a host that holds its bound does not keep the other hosts\' due deliveries in the store', async () => {
+  const slow = webhook('w-slow', 'https://slow.example/hook');
+  const fast = webhook('w-fast', 'https://fast.example/hook');
+  const retry = delivery(fast.id);
+  const stored = [delivery(slow.id), retry];
+  const h = harness({ concurrency: 4, hostConcurrency: 2, holdPerHost: 3, stored }, [slow, fast]);
+  // The slow host has ten waiting (more than the node's room of eight) and two in flight.
+  h.worker.take(Array.from({ length: 12 }, () => delivery(slow.id)), Date.now() + 60_000);
+  h.worker.start();
+  for (const until = Date.now() + 5000; h.sent.length < 3 && Date.now() < until;) await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(h.excluded[0], ['w-slow'], 'the full host\'s stored deliveries are left where they are');
+  assert.equal(h.sent.at(-1)?.headers['webhook-id'], retry.id, 'the other host\'s retry is taken and sent');
+  assert.equal(stored.length, 1);
+  for (let i = 0; i < 20 && h.sent.length < 14; i++) {
+    h.answerAll();
+    await turns();
+  }
+  await h.worker.stop(5000);
+});
+
+test('a sleeping host\'s backlog in the store costs no poll at each delivery of the other hosts', async () => {
+  const asleep = webhook('w-asleep', 'https://asleep.example/hook');
+  const awake = webhook('w-awake', 'https://awake.example/hook');
+  const hosts = createHosts({ concurrency: 2, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 });
+  for (let i = 0; i < 5; i++) {
+    hosts.start('asleep.example');
+    hosts.finish('asleep.example', false, Date.now());
+  }
+  const stored = [delivery(asleep.id)];
+  const h = harness({ concurrency: 4, hostConcurrency: 2, holdPerHost: 3, stored, hosts }, [asleep, awake]);
+  h.worker.spilled(asleep);
+  h.worker.take(Array.from({ length: 10 }, () => delivery(awake.id)), Date.now() + 60_000);
+  for (let i = 0; i < 20 && h.sent.length < 10; i++) {
+    h.answerAll();
+    await turns();
+  }
+  assert.equal(h.sent.length, 10);
+  assert.deepEqual(h.excluded, [], 'no poll: the only backlog is the sleeping host\'s');
+  h.answerAll();
+  await h.worker.stop(5000);
 });

@@ -30,6 +30,13 @@ export interface WebhookMetrics {
   attempt(outcome: string, seconds: number | null): void;
 }
 
+/**
+ * A node holds at most this many deliveries per slot of a host in memory, waiting to be sent
+ * (1,024 at the default 32 slots, about a megabyte): enough to keep the host's slots busy while a
+ * poll runs. Beyond it, when events come faster than the host takes them, they wait in the store.
+ */
+const HOLD_PER_SLOT = 32;
+
 /** The bus notice that makes every node reload its webhooks. */
 const CHANGED = 'webhooks.changed';
 
@@ -104,6 +111,7 @@ export function createWebhooks(deps: {
   const worker = createWorker({
     repo, index, sender, hosts, clock, log: deps.log, node: bus.nodeId, leaseMs,
     concurrency: deps.settings.concurrency, pollMs: deps.settings.pollMs ?? 1000,
+    holdPerHost: deps.settings.hostConcurrency * HOLD_PER_SLOT,
     async context(d) {
       const more = await deps.describe(d.event);
       return { id: d.id, name: d.event.name, data: d.event.data, coreid: d.event.coreid, published_at: d.event.published_at, productId: d.event.productId, ...more };
@@ -202,12 +210,19 @@ export function createWebhooks(deps: {
       if (hooks.length === 0) return null;
       const now = clock.now();
       const until = new Date(now.getTime() + leaseMs);
+      // Held in memory and sent at once, under this node's lease; or, when its host has more
+      // waiting than the node holds (`worker.holds`), written for a later poll.
       const items: NewDelivery[] = hooks.map((w) => ({
-        id: newDeliveryId(deps.secrets, now.getTime()), webhookId: w.id, createdAt: now, lease: { node: bus.nodeId, until },
+        id: newDeliveryId(deps.secrets, now.getTime()), webhookId: w.id, createdAt: now, lease: worker.holds(w) ? { node: bus.nodeId, until } : null,
         event: { name: event.name, data: event.data, coreid: event.coreid, published_at: event.published_at, productId: event.productId, owner: event.owner },
       }));
       return writes.add(items).then(() => {
-        worker.take(items.map((i) => ({ id: i.id, webhookId: i.webhookId, event: i.event, status: 'sending', attempts: 0, skipped: 0, nextAt: now, createdAt: now, finishedAt: null, resendOf: null })), until.getTime());
+        const held: NewDelivery[] = [];
+        items.forEach((item, i) => {
+          if (item.lease) held.push(item);
+          else worker.spilled(hooks[i] as WebhookRecord);
+        });
+        if (held.length > 0) worker.take(held.map((i) => ({ id: i.id, webhookId: i.webhookId, event: i.event, status: 'sending', attempts: 0, skipped: 0, nextAt: now, createdAt: now, finishedAt: null, resendOf: null })), until.getTime());
       });
     },
     /** Deletes an account's or a product's webhooks and their delivery log, within its deletion (`forget` follows its commit). */

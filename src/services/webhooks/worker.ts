@@ -38,6 +38,11 @@ export interface WorkerDeps {
   concurrency: number;
   /** How often the store is asked for due deliveries. */
   pollMs: number;
+  /**
+   * Deliveries held in memory for one host, not yet sent, at most (`holds`): beyond it the node
+   * writes them to the store for a later poll, so that its memory does not grow with a backlog.
+   */
+  holdPerHost: number;
   /** The template context of a delivery's event (its owner's name, its firmware version). */
   context(d: DeliveryRecord): Promise<EventContext>;
   publish(e: CloudEvent): void;
@@ -71,6 +76,16 @@ export function createWorker(deps: WorkerDeps) {
    */
   const ready = new Map<string, Fifo>();
   let held = 0;
+  /**
+   * Hosts with deliveries in the store that did not fit in memory (`holds`, `spilled`), until a
+   * poll that did not leave them out finds no more due: a poll is worth its query for them once
+   * they have room again.
+   */
+  const waiting = new Set<string>();
+  const queued = (host: string): number => {
+    const q = ready.get(host);
+    return q ? q.items.length - q.head : 0;
+  };
   let inFlight = 0;
   let stopped = false;
   let polling = false;
@@ -160,8 +175,9 @@ export function createWorker(deps: WorkerDeps) {
           inFlight -= 1;
           if (inFlight === 0 && held === 0) for (const w of idle) w();
           pump();
-          // A backlog in the store (an outage's, a replay's) drains at the sending rate, not a poll a second.
-          if (more && held < deps.concurrency) void poll();
+          // A backlog in the store (an outage's, a replay's, one that did not fit in memory) drains
+          // at the sending rate, not a poll a second.
+          if (!polling && (more || waiting.size > 0) && worthPolling()) void poll();
         });
       }
       if (taken === 0) continue;
@@ -276,16 +292,50 @@ export function createWorker(deps: WorkerDeps) {
     return ids;
   }
 
+  /**
+   * The hosts that hold their bound, and what the others hold: a poll leaves the full hosts' due
+   * deliveries in the store, and its room is what the others leave. Counted with the full ones,
+   * one host's backlog would keep every other host's retries in the store.
+   */
+  function fullness(): { full: Set<string>; open: number } {
+    const full = new Set<string>();
+    let open = held;
+    for (const host of ready.keys()) {
+      const n = queued(host);
+      if (n < deps.holdPerHost) continue;
+      full.add(host);
+      open -= n;
+    }
+    return { full, open };
+  }
+
+  /**
+   * Room for a poll, and something it could take: more due than the last poll's room, or the
+   * backlog of a host that is neither full nor asleep (a poll would leave those out).
+   */
+  function worthPolling(): boolean {
+    const { full, open } = fullness();
+    if (open >= deps.concurrency) return false;
+    if (more) return true;
+    const now = clock.nowMs();
+    for (const host of waiting) if (!full.has(host) && !deps.hosts.sleepingUntil(host, now)) return true;
+    return false;
+  }
+
   async function poll(): Promise<void> {
     if (stopped || polling) return;
-    const room = deps.concurrency * 2 - inFlight - held;
+    const { full, open } = fullness();
+    const room = deps.concurrency * 2 - inFlight - open;
     if (room <= 0) return;
     polling = true;
     try {
       const now = clock.nowMs();
       const until = now + deps.leaseMs;
-      const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room, webhooksOf(deps.hosts.sleeping(now)), webhooksOf(deps.hosts.probing(now)));
+      const sleeping = deps.hosts.sleeping(now);
+      const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room, webhooksOf(new Set([...sleeping, ...full])), webhooksOf(deps.hosts.probing(now)));
       more = due.length === room;
+      // Fewer than asked for: the hosts the poll did not leave out have nothing more due.
+      if (!more) for (const host of waiting) if (!full.has(host) && !sleeping.has(host)) waiting.delete(host);
       if (due.length > 0) take(due, until);
     } catch (err) {
       deps.log().debug({ err }, 'webhook deliveries could not be read; trying again');
@@ -297,6 +347,21 @@ export function createWorker(deps: WorkerDeps) {
   return {
     /** Deliveries this node just wrote with its own lease: sent at once. */
     take,
+    /**
+     * Whether this node holds a new delivery for the webhook in memory: not when its host has
+     * `holdPerHost` waiting. Then it is written without a lease, and a poll takes it once the
+     * host's queue has room. Those wait while events keep coming faster than the host takes
+     * them; sent in order, every delivery would go through the store then, each a write more,
+     * when the store's time is what the node is short of (docs/webhooks.md, "When events come
+     * faster than a receiver takes them").
+     */
+    holds(w: WebhookRecord): boolean {
+      return queued(hostFor(w)) < deps.holdPerHost;
+    },
+    /** A delivery for the webhook written for a later poll (`holds` said no). */
+    spilled(w: WebhookRecord): void {
+      waiting.add(hostFor(w));
+    },
     start(): void {
       const tick = () => {
         void poll().finally(() => { if (!stopped) timer = setTimeout(tick, deps.pollMs); });
