@@ -9,6 +9,9 @@ import { eventually } from './helpers/eventually.js';
 import { openEventStream } from './helpers/sse.js';
 import { faultyDb, type FaultyDb } from './helpers/faults.js';
 import { startReceiver, type Receiver } from './helpers/receiver.js';
+import mqtt from 'mqtt';
+import type { Duplex } from 'node:stream';
+import { ACKS_WAITING_MAX } from '../src/gateway/handlers/publish.js';
 
 /**
  * At least once (docs/webhooks.md): an event is acknowledged (the device's PUBACK, the API's 200)
@@ -65,6 +68,41 @@ test('the PUBACK waits for the deliveries to be stored, and later PUBACKs wait b
   await first;
   await second;
   await eventually(() => (receiver.received.some((r) => new URLSearchParams(r.body).get('data') === '1') ? true : undefined));
+});
+
+test('a client that publishes without waiting for its PUBACKs while the store is slow is not read further: its events wait in TCP, not in memory', async () => {
+  const who = await provision(server.url, owner, productId);
+  // The server's side of the next connection.
+  const { gateway } = server.skyport;
+  const accept = gateway.accept.bind(gateway);
+  let socket: Duplex | undefined;
+  gateway.accept = (stream, ip) => {
+    socket ??= stream;
+    accept(stream, ip);
+  };
+  const client = await mqtt.connectAsync(server.mqttUrl, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 0 });
+  gateway.accept = accept;
+  const held = (faulty as FaultyDb).pauseAt(/INSERT INTO webhook_deliveries/);
+  try {
+    const stream = await openEventStream(`${server.url}/v1/products/${productId}/events/reading-flood`, owner);
+    let acked = 0;
+    const count = 2000;
+    for (let n = 0; n < count; n++) {
+      client.publish(`devices/${who.id}/events/reading-flood`, JSON.stringify({ data: `f-${n}`, ttl: 60, private: true }), { qos: 1 }, (err) => { if (!err) acked += 1; });
+    }
+    await held.reached;
+    await eventually(() => (socket?.isPaused() ? true : undefined), 10_000, 'the connection no longer read');
+    await eventually(() => (stream.events.length >= ACKS_WAITING_MAX ? true : undefined), 10_000, 'the events read so far in the stream');
+    assert.equal(acked, 0, 'none acknowledged while the deliveries wait');
+    held.release();
+    await eventually(() => (acked === count ? true : undefined), 30_000, 'every event acknowledged once the store answers');
+    assert.equal(socket?.isPaused(), false, 'read again');
+    await eventually(() => (stream.events.length === count ? true : undefined), 10_000, 'every event in the stream, once');
+    stream.close();
+  } finally {
+    held.release();
+    client.end(true);
+  }
 });
 
 test('deliveries that cannot be stored: MQTT 5 hears 0x80 and the publish fails; a 3.1.1 device is disconnected, and its publish fails', async () => {

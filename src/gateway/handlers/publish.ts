@@ -44,6 +44,16 @@ export function publish(s: Session, packet: IPublishPacket): void {
 }
 
 /**
+ * Acknowledgements one connection may have held back at most before the gateway stops reading
+ * its socket, and how few before it reads again. An MQTT 3.1.1 client may publish without waiting
+ * for its PUBACKs; while the store is slow, each waiting event (its deliveries, its place in the
+ * order) would stay in memory, as many as the client sends. Not read, its packets wait in the
+ * kernel's buffers and then in the client (TCP's flow control).
+ */
+export const ACKS_WAITING_MAX = 64;
+const ACKS_WAITING_RESUME = 32;
+
+/**
  * The PUBACK of an event that webhooks take goes once their deliveries are stored, so that an
  * acknowledged event is never lost (docs/webhooks.md, "At least once"). Acknowledgements keep the
  * order of their PUBLISHes: while one waits, the next wait behind it. When the deliveries cannot
@@ -54,6 +64,7 @@ function acknowledgeAfter(s: Session, packet: IPublishPacket, stored: Promise<vo
   if (packet.qos === 0) return;
   if (stored === null && s.acksWaiting === 0) return acknowledge(s, packet, reasonCode);
   s.acksWaiting += 1;
+  if (s.acksWaiting === ACKS_WAITING_MAX) s.stream.pause();
   const outcome = (stored ?? Promise.resolve()).then(() => reasonCode, (err: unknown) => {
     s.ctx.log.warn({ err, device: s.deviceId }, 'webhook deliveries could not be stored; the event is not acknowledged');
     return 0x80;
@@ -61,6 +72,7 @@ function acknowledgeAfter(s: Session, packet: IPublishPacket, stored: Promise<vo
   s.acks = Promise.all([s.acks, outcome]).then(([, code]) => {
     s.acksWaiting -= 1;
     if (s.state === 'closed') return;
+    if (s.acksWaiting === ACKS_WAITING_RESUME && s.stream.isPaused()) s.stream.resume();
     if (code !== 0x80 || s.version === 5) acknowledge(s, packet, code);
     else s.expire();
   });
