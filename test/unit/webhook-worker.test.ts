@@ -84,6 +84,16 @@ function harness(options: { concurrency: number; hostConcurrency: number; stored
   };
 }
 
+/** Hosts of `concurrency` slots each, of which asleep.example has just failed enough to sleep for 10 s. */
+function asleepHosts(concurrency: number): Hosts {
+  const hosts = createHosts({ concurrency, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 });
+  for (let i = 0; i < 5; i++) {
+    hosts.start('asleep.example');
+    hosts.finish('asleep.example', false, Date.now());
+  }
+  return hosts;
+}
+
 const turns = async (k = 5) => { for (let i = 0; i < k; i++) await new Promise((r) => setImmediate(r)); };
 const hostOfRequest = (r: OutgoingRequest) => new URL(r.url).hostname;
 
@@ -173,11 +183,7 @@ test('a backlog in the store drains at the sending rate: a poll that filled its 
 test('a sleeping host\'s due deliveries stay in the store: the poll does not take them only to skip them again', async () => {
   const asleep = webhook('w-asleep', 'https://asleep.example/hook');
   const awake = webhook('w-awake', 'https://awake.example/hook');
-  const hosts = createHosts({ concurrency: 4, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 });
-  for (let i = 0; i < 5; i++) {
-    hosts.start('asleep.example');
-    hosts.finish('asleep.example', false, Date.now());
-  }
+  const hosts = asleepHosts(4);
   assert.ok(hosts.sleepingUntil('asleep.example', Date.now()) > 0);
   const stored = [delivery(asleep.id), delivery(awake.id), delivery(asleep.id), delivery(awake.id)];
   const h = harness({ concurrency: 4, hostConcurrency: 4, stored, hosts }, [asleep, awake]);
@@ -274,11 +280,7 @@ test('a host that holds its bound does not keep the other hosts\' due deliveries
 test('a sleeping host\'s backlog in the store costs no poll at each delivery of the other hosts', async () => {
   const asleep = webhook('w-asleep', 'https://asleep.example/hook');
   const awake = webhook('w-awake', 'https://awake.example/hook');
-  const hosts = createHosts({ concurrency: 2, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 });
-  for (let i = 0; i < 5; i++) {
-    hosts.start('asleep.example');
-    hosts.finish('asleep.example', false, Date.now());
-  }
+  const hosts = asleepHosts(2);
   const stored = [delivery(asleep.id)];
   const h = harness({ concurrency: 4, hostConcurrency: 2, holdPerHost: 3, stored, hosts }, [asleep, awake]);
   h.worker.spilled(asleep);
