@@ -233,8 +233,10 @@ test('a host\'s deliveries beyond what the node holds wait in the store: the nod
   /** What the webhooks' service does with a new event's delivery: held and sent, or written for a poll. */
   const publish = () => {
     const d = delivery(w.id);
-    if (h.worker.holds(w)) h.worker.take([d], Date.now() + 60_000);
-    else {
+    if (h.worker.holds(w)) {
+      h.worker.written(w);
+      h.worker.take([d], Date.now() + 60_000);
+    } else {
       stored.push({ ...d, status: 'pending' });
       h.worker.spilled(w);
     }
@@ -255,6 +257,16 @@ test('a host\'s deliveries beyond what the node holds wait in the store: the nod
   h.answerAll();
   await h.worker.stop(5000);
   assert.equal(h.recorded.length, published.length);
+});
+
+test('deliveries whose write is under way count against the bound: a burst asked about before its batch is written does not pass it', () => {
+  const w = webhook('w1', 'https://one.example/hook');
+  const h = harness({ concurrency: 2, hostConcurrency: 2, holdPerHost: 3 }, [w]);
+  assert.deepEqual([h.worker.holds(w), h.worker.holds(w), h.worker.holds(w), h.worker.holds(w)], [true, true, true, false]);
+  // One write ended (its delivery taken now, or its write failed): room for one more.
+  h.worker.written(w);
+  assert.equal(h.worker.holds(w), true);
+  assert.equal(h.worker.holds(w), false);
 });
 
 test('a host that holds its bound does not keep the other hosts\' due deliveries in the store', async () => {

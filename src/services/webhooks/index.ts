@@ -216,13 +216,25 @@ export function createWebhooks(deps: {
         id: newDeliveryId(deps.secrets, now.getTime()), webhookId: w.id, createdAt: now, lease: worker.holds(w) ? { node: bus.nodeId, until } : null,
         event: { name: event.name, data: event.data, coreid: event.coreid, published_at: event.published_at, productId: event.productId, owner: event.owner },
       }));
-      return writes.add(items).then(() => {
+      const written = (ok: boolean): NewDelivery[] => {
         const held: NewDelivery[] = [];
         items.forEach((item, i) => {
-          if (item.lease) held.push(item);
-          else worker.spilled(hooks[i] as WebhookRecord);
+          const w = hooks[i] as WebhookRecord;
+          if (!item.lease) {
+            if (ok) worker.spilled(w);
+            return;
+          }
+          worker.written(w);
+          held.push(item);
         });
+        return held;
+      };
+      return writes.add(items).then(() => {
+        const held = written(true);
         if (held.length > 0) worker.take(held.map((i) => ({ id: i.id, webhookId: i.webhookId, event: i.event, status: 'sending', attempts: 0, skipped: 0, nextAt: now, createdAt: now, finishedAt: null, resendOf: null })), until.getTime());
+      }, (err: unknown) => {
+        written(false);
+        throw err;
       });
     },
     /** Deletes an account's or a product's webhooks and their delivery log, within its deletion (`forget` follows its commit). */

@@ -82,6 +82,12 @@ export function createWorker(deps: WorkerDeps) {
    * they have room again.
    */
   const waiting = new Set<string>();
+  /**
+   * Deliveries `holds` said yes to whose write is under way, per host: counted against the bound
+   * until they are taken (or their write failed), since a burst's events are all asked about
+   * before the first write of their batch ends.
+   */
+  const coming = new Map<string, number>();
   const queued = (host: string): number => {
     const q = ready.get(host);
     return q ? q.items.length - q.head : 0;
@@ -356,7 +362,18 @@ export function createWorker(deps: WorkerDeps) {
      * faster than a receiver takes them").
      */
     holds(w: WebhookRecord): boolean {
-      return queued(hostFor(w)) < deps.holdPerHost;
+      const host = hostFor(w);
+      const promised = coming.get(host) ?? 0;
+      if (queued(host) + promised >= deps.holdPerHost) return false;
+      coming.set(host, promised + 1);
+      return true;
+    },
+    /** The write of a delivery `holds` said yes to has ended (taken next, or failed). */
+    written(w: WebhookRecord): void {
+      const host = hostFor(w);
+      const promised = (coming.get(host) ?? 0) - 1;
+      if (promised > 0) coming.set(host, promised);
+      else coming.delete(host);
     },
     /** A delivery for the webhook written for a later poll (`holds` said no). */
     spilled(w: WebhookRecord): void {
