@@ -56,8 +56,14 @@ processTest('the server process: user create with sign-up closed, migrate, start
     const mqttPort = await freePort();
     const server = run(['server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1', '--data-dir', dir], { SIGNUP: 'off', SHUTDOWN_GRACE_SECONDS: '1' });
     const url = `http://127.0.0.1:${port}`;
-    // Its first start makes a new data directory (initdb): seconds of work on a busy machine.
-    await eventually(() => (server.out().includes('Skyport is running') ? true : undefined), 30_000, 'the server\'s start');
+    // Loading the embedded store is seconds of work, and tens of them on a machine the rest of the
+    // suite keeps busy (once over 30 s in CI). A process that exits instead fails at once, with what it said.
+    let exited: number | null | undefined;
+    void server.exit.then((code) => { exited = code; });
+    await eventually(() => {
+      if (exited !== undefined) throw new Error(`the server exited (${exited}) before it was running: ${server.out()}${server.err()}`);
+      return server.out().includes('Skyport is running') ? true : undefined;
+    }, 90_000, 'the server\'s start');
     assert.match(server.out(), new RegExp(`API +http://127.0.0.1:${port}`));
     assert.match(server.out(), new RegExp(`MQTT +mqtt://127.0.0.1:${mqttPort}`));
     assert.equal((await fetch(`${url}/healthz`)).status, 200);
