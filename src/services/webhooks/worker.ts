@@ -183,7 +183,10 @@ export function createWorker(deps: WorkerDeps) {
           pump();
           // A backlog in the store (an outage's, a replay's, one that did not fit in memory) drains
           // at the sending rate, not a poll a second.
-          if (!polling && (more || waiting.size > 0) && worthPolling()) void poll();
+          if (!polling && (more || waiting.size > 0)) {
+            const f = fullness();
+            if (worthPolling(f)) void poll(f);
+          }
         });
       }
       if (taken === 0) continue;
@@ -303,7 +306,8 @@ export function createWorker(deps: WorkerDeps) {
    * deliveries in the store, and its room is what the others leave. Counted with the full ones,
    * one host's backlog would keep every other host's retries in the store.
    */
-  function fullness(): { full: Set<string>; open: number } {
+  interface Fullness { full: Set<string>; open: number }
+  function fullness(): Fullness {
     const full = new Set<string>();
     let open = held;
     for (const host of ready.keys()) {
@@ -319,8 +323,7 @@ export function createWorker(deps: WorkerDeps) {
    * Room for a poll, and something it could take: more due than the last poll's room, or the
    * backlog of a host that is neither full nor asleep (a poll would leave those out).
    */
-  function worthPolling(): boolean {
-    const { full, open } = fullness();
+  function worthPolling({ full, open }: Fullness): boolean {
     if (open >= deps.concurrency) return false;
     if (more) return true;
     const now = clock.nowMs();
@@ -328,20 +331,23 @@ export function createWorker(deps: WorkerDeps) {
     return false;
   }
 
-  async function poll(): Promise<void> {
+  /** `f`: the hosts' fullness, when the caller has just worked it out. */
+  async function poll(f?: Fullness): Promise<void> {
     if (stopped || polling) return;
-    const { full, open } = fullness();
+    const { full, open } = f ?? fullness();
     const room = deps.concurrency * 2 - inFlight - open;
     if (room <= 0) return;
     polling = true;
     try {
       const now = clock.nowMs();
       const until = now + deps.leaseMs;
-      const sleeping = deps.hosts.sleeping(now);
-      const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room, webhooksOf(new Set([...sleeping, ...full])), webhooksOf(deps.hosts.probing(now)));
+      // Left out: the hosts asleep and the full ones.
+      const left = deps.hosts.sleeping(now);
+      for (const host of full) left.add(host);
+      const due = await repo.claimDue(deps.node, new Date(now), new Date(until), room, webhooksOf(left), webhooksOf(deps.hosts.probing(now)));
       more = due.length === room;
       // Fewer than asked for: the hosts the poll did not leave out have nothing more due.
-      if (!more) for (const host of waiting) if (!full.has(host) && !sleeping.has(host)) waiting.delete(host);
+      if (!more) for (const host of waiting) if (!left.has(host)) waiting.delete(host);
       if (due.length > 0) take(due, until);
     } catch (err) {
       deps.log().debug({ err }, 'webhook deliveries could not be read; trying again');
