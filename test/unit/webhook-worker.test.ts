@@ -8,6 +8,7 @@ import type { OutgoingRequest } from '../../src/services/webhooks/request.js';
 import type { AttemptResult, Sender } from '../../src/services/webhooks/sender.js';
 import { parseWebhook } from '../../src/services/webhooks/spec.js';
 import { createWorker } from '../../src/services/webhooks/worker.js';
+import { eventually } from '../helpers/eventually.js';
 
 /**
  * The worker with the store, the network and the clock replaced: what it sends when, and what it
@@ -84,12 +85,12 @@ function harness(options: { concurrency: number; hostConcurrency: number; stored
   };
 }
 
-/** Hosts of `concurrency` slots each, of which asleep.example has just failed enough to sleep for 10 s. */
-function asleepHosts(concurrency: number): Hosts {
-  const hosts = createHosts({ concurrency, windowMs: 30_000, minErrors: 5, sleepMs: 10_000 });
+/** Hosts of `concurrency` slots each, of which `host` failed enough at `at` to sleep for `sleepMs`. */
+function sleptHosts(concurrency: number, host = 'asleep.example', sleepMs = 10_000, at = Date.now()): Hosts {
+  const hosts = createHosts({ concurrency, windowMs: 30_000, minErrors: 5, sleepMs });
   for (let i = 0; i < 5; i++) {
-    hosts.start('asleep.example');
-    hosts.finish('asleep.example', false, Date.now());
+    hosts.start(host);
+    hosts.finish(host, false, at);
   }
   return hosts;
 }
@@ -183,13 +184,13 @@ test('a backlog in the store drains at the sending rate: a poll that filled its 
 test('a sleeping host\'s due deliveries stay in the store: the poll does not take them only to skip them again', async () => {
   const asleep = webhook('w-asleep', 'https://asleep.example/hook');
   const awake = webhook('w-awake', 'https://awake.example/hook');
-  const hosts = asleepHosts(4);
+  const hosts = sleptHosts(4);
   assert.ok(hosts.sleepingUntil('asleep.example', Date.now()) > 0);
   const stored = [delivery(asleep.id), delivery(awake.id), delivery(asleep.id), delivery(awake.id)];
   const h = harness({ concurrency: 4, hostConcurrency: 4, stored, hosts }, [asleep, awake]);
   h.worker.start();
   // The first poll runs on a timer: wait for its sends (a loaded machine takes more turns).
-  for (const until = Date.now() + 5000; h.sent.length < 2 && Date.now() < until;) await new Promise((r) => setTimeout(r, 1));
+  await eventually(() => (h.sent.length >= 2 ? true : undefined), 5000, '2 sent');
   await turns();
   assert.deepEqual(h.excluded[0], ['w-asleep']);
   assert.deepEqual(h.sent.map(hostOfRequest), ['awake.example', 'awake.example']);
@@ -201,23 +202,19 @@ test('a sleeping host\'s due deliveries stay in the store: the poll does not tak
 
 test('a host awake again after a sleep gets one of its backlog at a time; once it answers 2xx, the rest at once', async () => {
   const back = webhook('w-back', 'https://back.example/hook');
-  const hosts = createHosts({ concurrency: 4, windowMs: 30_000, minErrors: 5, sleepMs: 10 });
   // It slept, and woke: its sleep of 10 ms ended long ago.
-  for (let i = 0; i < 5; i++) {
-    hosts.start('back.example');
-    hosts.finish('back.example', false, Date.now() - 1000);
-  }
+  const hosts = sleptHosts(4, 'back.example', 10, Date.now() - 1000);
   const stored = [delivery(back.id), delivery(back.id), delivery(back.id)];
   const h = harness({ concurrency: 4, hostConcurrency: 4, stored, hosts }, [back]);
   h.worker.start();
-  for (const until = Date.now() + 5000; h.sent.length < 1 && Date.now() < until;) await new Promise((r) => setTimeout(r, 1));
+  await eventually(() => (h.sent.length >= 1 ? true : undefined), 5000, '1 sent');
   await turns();
   assert.deepEqual(h.probed[0], ['w-back']);
   assert.equal(h.sent.length, 1, 'one probe, the rest left in the store');
   assert.equal(stored.length, 2);
   // Its 2xx: the next poll comes at once (the poll's timer is a minute away) and takes the rest.
   h.answerAll();
-  for (const until = Date.now() + 5000; h.sent.length < 3 && Date.now() < until;) await new Promise((r) => setTimeout(r, 1));
+  await eventually(() => (h.sent.length >= 3 ? true : undefined), 5000, '3 sent');
   assert.equal(h.sent.length, 3);
   assert.deepEqual(h.probed.at(-1), []);
   h.answerAll();
@@ -278,7 +275,7 @@ test('a host that holds its bound does not keep the other hosts\' due deliveries
   // The slow host has ten waiting (more than the node's room of eight) and two in flight.
   h.worker.take(Array.from({ length: 12 }, () => delivery(slow.id)), Date.now() + 60_000);
   h.worker.start();
-  for (const until = Date.now() + 5000; h.sent.length < 3 && Date.now() < until;) await new Promise((r) => setTimeout(r, 1));
+  await eventually(() => (h.sent.length >= 3 ? true : undefined), 5000, '3 sent');
   assert.deepEqual(h.excluded[0], ['w-slow'], 'the full host\'s stored deliveries are left where they are');
   assert.equal(h.sent.at(-1)?.headers['webhook-id'], retry.id, 'the other host\'s retry is taken and sent');
   assert.equal(stored.length, 1);
@@ -292,7 +289,7 @@ test('a host that holds its bound does not keep the other hosts\' due deliveries
 test('a sleeping host\'s backlog in the store costs no poll at each delivery of the other hosts', async () => {
   const asleep = webhook('w-asleep', 'https://asleep.example/hook');
   const awake = webhook('w-awake', 'https://awake.example/hook');
-  const hosts = asleepHosts(2);
+  const hosts = sleptHosts(2);
   const stored = [delivery(asleep.id)];
   const h = harness({ concurrency: 4, hostConcurrency: 2, holdPerHost: 3, stored, hosts }, [asleep, awake]);
   h.worker.spilled(asleep);
