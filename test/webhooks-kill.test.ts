@@ -3,14 +3,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import mqtt from 'mqtt';
 import { startNodeProcess, type NodeProcess } from './helpers/cluster.js';
-import { raw } from './helpers/http.js';
-import { newProduct, signUp } from './helpers/fixtures.js';
 import { provision } from './helpers/device.js';
 import { eventually } from './helpers/eventually.js';
 import { startReceiver } from './helpers/receiver.js';
 import { freshStore } from './helpers/server.js';
+import { burst, deliveredData, productWithHook } from './helpers/webhook-bursts.js';
 import { migrate } from '../src/storage/migrate.js';
 
 /**
@@ -33,30 +31,19 @@ test('a node killed with SIGKILL mid-burst and started again: every event it ack
   let node: NodeProcess | undefined;
   try {
     node = await startNodeProcess(env);
-    const { token } = await signUp(node.url);
-    const productId = (await newProduct(node.url, token, 'Killed')).id;
-    const made = await raw(`${node.url}/v1/products/${productId}/webhooks`, { method: 'POST', token, json: { event: 'reading', url: `${receiver.url}/killed` } });
-    assert.equal(made.status, 201, made.text);
+    const { token, productId } = await productWithHook(node.url, receiver, 'killed');
     const who = await provision(node.url, token, productId);
     // Slow answers: deliveries pile up in the node, sent and unsent, when it dies.
     receiver.answer({ status: 200, delayMs: 300 });
-    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${node.mqttPort}`, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 0 });
-    client.on('error', () => undefined);
-    const acked = new Set<string>();
     let killing: Promise<void> | undefined;
-    for (let n = 0; n < 3000; n++) {
-      const data = `k-${n}`;
-      client.publish(`devices/${who.id}/events/reading`, JSON.stringify({ data, ttl: 60, private: true }), { qos: 1 }, (err) => {
-        if (err) return;
-        acked.add(data);
-        if (acked.size === 150) killing = node?.kill('SIGKILL');
-      });
-    }
+    const { acked, client } = await burst(`mqtt://127.0.0.1:${node.mqttPort}`, who, 3000, (n) => {
+      if (n === 150) killing = node?.kill('SIGKILL');
+    });
     await eventually(() => (killing ? true : undefined), 30_000, '150 events acknowledged');
     await killing;
     client.end(true);
     const acknowledged = [...acked];
-    const delivered = () => new Set(receiver.received.filter((r) => r.url === '/killed').map((r) => new URLSearchParams(r.body).get('data')));
+    const delivered = () => deliveredData(receiver, 'killed');
     assert.ok(acknowledged.length >= 150 && acknowledged.length < 3000, `${acknowledged.length} acknowledged before the kill`);
     assert.ok(delivered().size < acknowledged.length, 'some were still to deliver when it died');
 
