@@ -1,6 +1,7 @@
 // The connection benchmark: how many idle devices one Skyport node holds, what each costs the
 // server in memory, and how fast they connect; beside Mosquitto taking the same connections in the
-// same run (docs/benchmarks.md).
+// same run (docs/benchmarks.md), and beside the Node.js floor: a bare Node.js server that only
+// answers CONNACK (bench/bare-mqtt-server.mjs), the most any Node.js gateway reaches here.
 //
 //   npm run bench:connections                          10,000 and 50,000 devices, embedded store
 //   npm run bench:connections -- --store postgres      or both
@@ -9,6 +10,7 @@
 //   npm run bench:connections -- --profile             a CPU profile of the server while devices connect
 //   npm run bench:connections -- --alloc-profile       what the server allocates meanwhile (sampled, collected objects kept)
 //   npm run bench:connections -- --heap-snapshot       heap snapshots of the server before and after (to bench/results/)
+//   npm run bench:connections -- --no-node-floor       without the Node.js floor
 //
 // A count above what the open-files limit lets one process hold is measured at the most the limit
 // allows, and said so: nothing is extrapolated.
@@ -22,7 +24,7 @@ import {
 } from './harness.js';
 import { startMosquitto } from './mosquitto.js';
 
-const USAGE = 'usage: npm run bench:connections -- [--quick] [--counts 10000,50000] [--store embedded|postgres|both] [--in-flight 250] [--keepalive 120] [--settle 3] [--mosquitto spawn|mqtt://127.0.0.1:1883] [--heap] [--profile | --alloc-profile] [--heap-snapshot] [--from build|source] [--pg-admin-url URL]';
+const USAGE = 'usage: npm run bench:connections -- [--quick] [--counts 10000,50000] [--store embedded|postgres|both] [--in-flight 250] [--keepalive 120] [--settle 3] [--mosquitto spawn|mqtt://127.0.0.1:1883] [--heap] [--profile | --alloc-profile] [--heap-snapshot] [--no-node-floor] [--from build|source] [--pg-admin-url URL]';
 const { args, quick, stores } = commandLine(USAGE, 'embedded');
 const counts = (option(args, 'counts') ?? (quick ? '2000' : '10000,50000')).split(',').map(Number);
 /** Connects in flight per load process. */
@@ -35,6 +37,8 @@ const PROFILE = args.includes('--profile');
 /** A sampled profile of what the server allocates while devices connect, objects since collected included (what garbage collection pays for). */
 const ALLOC_PROFILE = args.includes('--alloc-profile');
 const SNAPSHOT = args.includes('--heap-snapshot');
+/** Also the Node.js floor: a bare Node.js MQTT server taking the same connections (bench/bare-mqtt-server.mjs). */
+const NODE_FLOOR = !args.includes('--no-node-floor');
 const FROM = option(args, 'from') ?? 'build';
 if (!['build', 'source'].includes(FROM)) throw new Error(`--from must be build or source\n${USAGE}`);
 const ADMIN = option(args, 'pg-admin-url') ?? DEFAULT_ADMIN_URL;
@@ -219,6 +223,24 @@ async function mosquittoRun(requested: number, perWorker: number): Promise<Outco
   return { server: spawned ? 'Mosquitto (fresh broker, baseline)' : 'Mosquitto (running broker, baseline)', store: null, requested, measured, ...(cappedBy ? { cappedBy } : {}), ...outcome };
 }
 
+/**
+ * The Node.js floor (bench/bare-mqtt-server.mjs): a Node.js process that only accepts, parses
+ * and answers CONNACK 0. What it reaches against Mosquitto is the most any Node.js gateway can
+ * reach here, before authentication, presence or anything else a cloud does for a connect.
+ */
+async function nodeFloorRun(requested: number, perWorker: number): Promise<Outcome> {
+  const child = track(fork(join(ROOT, 'bench', 'bare-mqtt-server.mjs'), [], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  onCleanup(() => stopChild(child, 2000));
+  const { port } = await ask<{ port: number }>(child, { kind: 'start' }, 'port', 10_000);
+  const { measured, cappedBy } = capped(requested, processOpenFiles(child.pid as number));
+  const tag = Math.random().toString(16).slice(2, 8);
+  const identities = Array.from({ length: measured }, (_, i) => ({ id: `bench-${tag}-${i}`, secret: 'x'.repeat(32) }));
+  const { outcome, stop } = await connectAll({ host: '127.0.0.1', port, pid: child.pid as number }, identities, perWorker);
+  await stop();
+  await stopChild(child, 2000);
+  return { server: 'bare Node.js MQTT server (floor)', store: null, requested, measured, ...(cappedBy ? { cappedBy } : {}), ...outcome };
+}
+
 async function skyportRun(store: Store, requested: number, perWorker: number, openFiles: number, build: string | undefined): Promise<Outcome> {
   const { measured, cappedBy } = capped(requested, openFiles);
   // Provisioning runs on a server of its own; the devices then connect to a fresh server on the
@@ -266,6 +288,11 @@ async function main(): Promise<void> {
     const m = await mosquittoRun(count, perWorker);
     print(m);
     rows.push(m);
+    if (NODE_FLOOR) {
+      const f = await nodeFloorRun(count, perWorker);
+      print(f);
+      rows.push(f);
+    }
     for (const store of stores) {
       const s = await skyportRun(store, count, perWorker, fds.limit, build);
       print(s);
@@ -289,7 +316,7 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify({
     date, command: ['npm run bench:connections', ...(args.length ? ['--', ...args] : [])].join(' '), commit,
     machine: { cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: load0, loadAverageAfter: load1, openFiles: fds },
-    options: { counts, stores, from: FROM, inFlight: IN_FLIGHT, keepalive: KEEPALIVE, settleSeconds: SETTLE_S, mosquitto: MOSQUITTO, heap: HEAP, profile: PROFILE, allocProfile: ALLOC_PROFILE, snapshot: SNAPSHOT, perWorker },
+    options: { counts, stores, from: FROM, nodeFloor: NODE_FLOOR, inFlight: IN_FLIGHT, keepalive: KEEPALIVE, settleSeconds: SETTLE_S, mosquitto: MOSQUITTO, heap: HEAP, profile: PROFILE, allocProfile: ALLOC_PROFILE, snapshot: SNAPSHOT, perWorker },
     rows,
   }, null, 2)}\n`);
   console.log(`\nresults: ${file}`);
