@@ -1,13 +1,16 @@
 // The configuration fan-out benchmark (docs/benchmarks.md): how long until every device of a
 // 10,000-device fleet has taken and acknowledged a configuration change, (1) pushed to connected
 // devices by a fleet write and (2) picked up in a reconnect storm, beside the same messages fanned
-// out over the local Mosquitto by a bare publisher, in the same run.
+// out over the local Mosquitto by a bare publisher, in the same run, and by the Node.js floor:
+// broker and bare publisher in one Node.js process (bench/config-floor.ts), the most a Node.js
+// cloud reaches on the machine.
 //
 //   npm run bench:config                              10,000 devices, embedded store
 //   npm run bench:config -- --store postgres          or both
 //   npm run bench:config -- --quick                   1,000 devices, one round of each
 //   npm run bench:config -- --devices 5000 --rounds 5 --storm-rounds 2
 //   npm run bench:config -- --probe                   also a CPU profile and the storage statements of every Skyport phase
+//   npm run bench:config -- --no-node-floor           without the Node.js floor
 //
 // Processes: Skyport (its own process, compiled, as an operator starts it), the devices (worker
 // processes, bench/config-devices.ts, raw sockets), and this one (the API calls, the baseline's
@@ -19,7 +22,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { startBaselineCloud } from './config-baseline.js';
+import { startBaselineCloud, type BaselineCloud } from './config-baseline.js';
+import { startCommandChild } from './command-child.js';
 import type { Expect, Report } from './config-devices.js';
 import { problemsOf, roundDone, startFleet } from './config-fleet.js';
 import {
@@ -28,7 +32,7 @@ import {
 } from './harness.js';
 import { attachProbe, type PhaseProbe } from './probe.js';
 
-const USAGE = 'usage: npm run bench:config -- [--quick] [--devices 10000] [--store embedded|postgres|both] [--rounds 3] [--storm-rounds 2] [--per-worker 5000] [--in-flight 100] [--timeout 300] [--probe] [--from build|source] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL]';
+const USAGE = 'usage: npm run bench:config -- [--quick] [--devices 10000] [--store embedded|postgres|both] [--rounds 3] [--storm-rounds 2] [--per-worker 5000] [--in-flight 100] [--timeout 300] [--probe] [--no-node-floor] [--from build|source] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL]';
 const { args, quick, stores } = commandLine(USAGE, 'embedded');
 const DEVICES = Number(option(args, 'devices') ?? (quick ? 1000 : 10_000));
 const ROUNDS = Number(option(args, 'rounds') ?? (quick ? 1 : 3));
@@ -43,6 +47,8 @@ const PER_WORKER = Number(option(args, 'per-worker') ?? 5000);
 const IN_FLIGHT = Number(option(args, 'in-flight') ?? 100);
 const TIMEOUT_MS = Number(option(args, 'timeout') ?? 300) * 1000;
 const PROBE = args.includes('--probe');
+/** Also the Node.js floor (bench/config-floor.ts), once, after the first baseline. */
+const NODE_FLOOR = !args.includes('--no-node-floor');
 const FROM = option(args, 'from') ?? 'build';
 if (!['build', 'source'].includes(FROM)) throw new Error(`--from must be build or source\n${USAGE}`);
 const MOSQUITTO = new URL(option(args, 'mosquitto') ?? 'mqtt://127.0.0.1:1883');
@@ -64,7 +70,7 @@ const VALUES = ['off', 'tracker'];
 type Scenario = 'initial sync' | 'fleet change' | 'reconnect storm';
 interface Row {
   scenario: Scenario;
-  side: 'skyport' | 'baseline';
+  side: 'skyport' | 'baseline' | 'floor';
   store: Store | null;
   round: number;
   devices: number;
@@ -130,46 +136,66 @@ function mosquittoPid(): number | null {
 // ---------------------------------------------------------------------------------------------
 // The baseline: the same payloads over Mosquitto, with a bare publisher as the cloud.
 
-async function baselineRun(): Promise<void> {
-  const host = MOSQUITTO.hostname;
-  const port = Number(MOSQUITTO.port || 1883);
+/**
+ * The Node.js floor (bench/config-floor.ts): broker and cloud in one Node.js process with no
+ * storage, taking the same devices; its cloud is driven over IPC.
+ */
+async function startFloor(prefix: string): Promise<{ host: string; port: number; pid: number; cloud: BaselineCloud }> {
+  const floor = await startCommandChild('config-floor.ts', 'the Node.js floor', (err) => console.error(err.message));
+  const port = await floor.call<number>({ cmd: 'start', prefix });
+  return {
+    host: '127.0.0.1', port, pid: floor.child.pid as number,
+    cloud: {
+      setFleet: (module, value) => floor.call<void>({ cmd: 'setFleet', module, value }),
+      push: (ids, module) => floor.call<void>({ cmd: 'push', ids, module }),
+      acks: async (n, timeoutMs) => ({ lastAt: await floor.call<number>({ cmd: 'acks', n, timeoutMs }, timeoutMs + 5000) }),
+      close: () => floor.stop(),
+    },
+  };
+}
+
+/** The baseline over Mosquitto with its bare publisher, or (`floor`) the Node.js floor. */
+async function baselineRun(side: 'baseline' | 'floor' = 'baseline'): Promise<void> {
   const prefix = `bench-config-${randomBytes(4).toString('hex')}`;
-  const pid = mosquittoPid();
-  const cloud = await startBaselineCloud(host, port, prefix);
+  const target = side === 'floor'
+    ? await startFloor(prefix)
+    : { host: MOSQUITTO.hostname, port: Number(MOSQUITTO.port || 1883), pid: mosquittoPid(), cloud: await startBaselineCloud(MOSQUITTO.hostname, Number(MOSQUITTO.port || 1883), prefix) };
+  const { host, port, pid, cloud } = target;
+  const name = side === 'floor' ? 'Node.js floor' : 'baseline';
   onCleanup(() => cloud.close().catch(() => undefined));
   const ids = Array.from({ length: DEVICES }, (_, i) => `d${i}`);
   const fleet = await startFleet({ host, port, mode: 'mosquitto', prefix, inFlight: inFlightPerWorker() }, ids.map((id) => ({ id, secret: '' })), PER_WORKER);
-  console.log(`baseline: Mosquitto at ${host}:${port}, ${DEVICES} devices`);
+  console.log(side === 'floor' ? `Node.js floor: broker and cloud in one process, ${DEVICES} devices` : `baseline: Mosquitto at ${host}:${port}, ${DEVICES} devices`);
   const c = await fleet.connect(false);
-  if (c.ok !== DEVICES) throw new Error(`baseline: ${c.ok} of ${DEVICES} devices connected to Mosquitto (${JSON.stringify(c.codes)})`);
+  if (c.ok !== DEVICES) throw new Error(`${name}: ${c.ok} of ${DEVICES} devices connected (${JSON.stringify(c.codes)})`);
   const cpu0 = () => ({ server: cpuSeconds(pid ?? undefined), devices: fleet.cpu() });
   const cpuSince = (a: ReturnType<typeof cpu0>) => ({ server: a.server === null ? null : (cpuSeconds(pid ?? undefined) ?? 0) - a.server, devices: fleet.cpu() - a.devices });
 
   for (let round = 1; round <= ROUNDS; round++) {
     const value = nextValue();
-    cloud.setFleet(MODULE, { type: value });
+    await cloud.setFleet(MODULE, { type: value });
     const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
     const cpu = cpu0();
     const t0 = Date.now();
-    cloud.push(ids, MODULE);
+    await cloud.push(ids, MODULE);
     const acks = cloud.acks(DEVICES, TIMEOUT_MS);
-    const r = await roundDone(fleet, done, 'baseline fleet change', t0, TIMEOUT_MS);
+    const r = await roundDone(fleet, done, `${name} fleet change`, t0, TIMEOUT_MS);
     const { lastAt } = await acks;
-    print({ ...rowOf({ scenario: 'fleet change', side: 'baseline', store: null, round, modules: 1 }, t0, r, cpuSince(cpu)), acksReceivedMs: lastAt - t0 });
+    print({ ...rowOf({ scenario: 'fleet change', side, store: null, round, modules: 1 }, t0, r, cpuSince(cpu)), acksReceivedMs: lastAt - t0 });
   }
   for (let round = 1; round <= STORM_ROUNDS; round++) {
     await fleet.disconnect();
     const value = nextValue();
-    cloud.setFleet(MODULE, { type: value });
+    await cloud.setFleet(MODULE, { type: value });
     const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
     const cpu = cpu0();
     const t0 = Date.now();
     const acks = cloud.acks(DEVICES, TIMEOUT_MS);
     const connected = await fleet.connect(true);
-    if (connected.ok !== DEVICES) throw new Error(`baseline: ${connected.ok} of ${DEVICES} devices reconnected (${JSON.stringify(connected.codes)})`);
-    const r = await roundDone(fleet, done, 'baseline reconnect storm', t0, TIMEOUT_MS);
+    if (connected.ok !== DEVICES) throw new Error(`${name}: ${connected.ok} of ${DEVICES} devices reconnected (${JSON.stringify(connected.codes)})`);
+    const r = await roundDone(fleet, done, `${name} reconnect storm`, t0, TIMEOUT_MS);
     const { lastAt } = await acks;
-    print({ ...rowOf({ scenario: 'reconnect storm', side: 'baseline', store: null, round, modules: 1 }, t0, r, cpuSince(cpu)), connectedMs: connected.lastReadyAt - t0, acksReceivedMs: lastAt - t0 });
+    print({ ...rowOf({ scenario: 'reconnect storm', side, store: null, round, modules: 1 }, t0, r, cpuSince(cpu)), connectedMs: connected.lastReadyAt - t0, acksReceivedMs: lastAt - t0 });
   }
   await fleet.stop();
   await cloud.close();
@@ -328,8 +354,8 @@ const median = (values: number[]) => percentile([...values].sort((a, b) => a - b
 /** One line per scenario and store: Skyport's median beside the baseline runs just before and after. */
 function summary(): { lines: string[]; goals: Array<{ goal: string; store: Store; met: boolean; value: string }> } {
   const lines = [
-    '| scenario | store | devices | Skyport ms (median; rounds) | p99 of devices ms | Mosquitto baseline ms (median; rounds) | ratio Skyport/Mosquitto | Skyport server CPU s |',
-    '|---|---|---:|---:|---:|---:|---:|---:|',
+    '| scenario | store | devices | Skyport ms (median; rounds) | p99 of devices ms | Mosquitto baseline ms (median; rounds) | ratio Skyport/Mosquitto | Node.js floor ms (median; rounds) | ratio Skyport/floor | Skyport server CPU s |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const goals: Array<{ goal: string; store: Store; met: boolean; value: string }> = [];
   stores.forEach((store, i) => {
@@ -342,11 +368,13 @@ function summary(): { lines: string[]; goals: Array<{ goal: string; store: Store
       const near = [...baselineRuns.slice(i * perRun, (i + 1) * perRun), ...baselineRuns.slice((i + 1) * perRun, (i + 2) * perRun)];
       const s = median(sky.map((r) => r.ms));
       const b = median(near.map((r) => r.ms));
-      lines.push(`| ${scenario} | ${store} | ${DEVICES} | ${s} (${sky.map((r) => r.ms).join(', ')}) | ${median(sky.map((r) => r.p99Ms))} | ${b} (${near.map((r) => r.ms).join(', ')}) | ${round2(s / b)} | ${median(sky.map((r) => r.serverCpuS ?? NaN))} |`);
+      const floor = rows.filter((r) => r.side === 'floor' && r.scenario === scenario);
+      const f = floor.length > 0 ? median(floor.map((r) => r.ms)) : undefined;
+      lines.push(`| ${scenario} | ${store} | ${DEVICES} | ${s} (${sky.map((r) => r.ms).join(', ')}) | ${median(sky.map((r) => r.p99Ms))} | ${b} (${near.map((r) => r.ms).join(', ')}) | ${round2(s / b)} | ${f === undefined ? '-' : `${f} (${floor.map((r) => r.ms).join(', ')})`} | ${f === undefined ? '-' : round2(s / f)} | ${median(sky.map((r) => r.serverCpuS ?? NaN))} |`);
       if (scenario === 'fleet change') goals.push({ goal: `fleet change acknowledged by all ${DEVICES} devices within ${GOAL_MS / 1000} s`, store, met: sky.every((r) => r.ms <= GOAL_MS), value: `${sky.map((r) => r.ms).join(', ')} ms` });
     }
     const init = rows.find((r) => r.side === 'skyport' && r.store === store && r.scenario === 'initial sync');
-    if (init) lines.push(`| initial sync (${init.modules} modules each) | ${store} | ${DEVICES} | ${init.ms} | ${init.p99Ms} | - | - | ${init.serverCpuS ?? '-'} |`);
+    if (init) lines.push(`| initial sync (${init.modules} modules each) | ${store} | ${DEVICES} | ${init.ms} | ${init.p99Ms} | - | - | - | - | ${init.serverCpuS ?? '-'} |`);
   });
   return { lines, goals };
 }
@@ -359,6 +387,7 @@ async function main(): Promise<void> {
   const build = FROM === 'build' ? buildSkyport() : undefined;
 
   await baselineRun();
+  if (NODE_FLOOR) await baselineRun('floor');
   for (const store of stores) {
     await skyportRun(store, build);
     await baselineRun();
@@ -381,7 +410,7 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify({
     date, command: ['npm run bench:config', ...(args.length ? ['--', ...args] : [])].join(' '), commit,
     machine: { cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: load0, loadAverageAfter: load1 },
-    options: { devices: DEVICES, stores, rounds: ROUNDS, stormRounds: STORM_ROUNDS, perWorker: PER_WORKER, inFlight: IN_FLIGHT, timeoutMs: TIMEOUT_MS, probe: PROBE, from: FROM, mosquitto: MOSQUITTO.toString(), module: MODULE },
+    options: { devices: DEVICES, stores, nodeFloor: NODE_FLOOR, rounds: ROUNDS, stormRounds: STORM_ROUNDS, perWorker: PER_WORKER, inFlight: IN_FLIGHT, timeoutMs: TIMEOUT_MS, probe: PROBE, from: FROM, mosquitto: MOSQUITTO.toString(), module: MODULE },
     summary: lines, goals, rows,
   }, null, 2)}\n`);
   console.log(`\nresults: ${file}`);
