@@ -13,7 +13,7 @@ import type { PresenceRepository } from '../repositories/presence.repository.js'
  * devices' `spark/status` events and drops every node's cached rows of them.
  */
 export function createClusterPresence(deps: {
-  repo: Pick<PresenceRepository, 'onlineNodes' | 'release' | 'reassert'>;
+  repo: Pick<PresenceRepository, 'namedNodes' | 'release' | 'reassert'>;
   /** The node leases (lease.ts). */
   leases: SharedTable;
   bus: Pick<Bus, 'nodeId' | 'publish'>;
@@ -34,14 +34,14 @@ export function createClusterPresence(deps: {
 
   return {
     /**
-     * The leader's check: the nodes that the store says hold online devices and whose lease has
-     * lapsed (or that name no node) have their devices set offline. Answers how many.
+     * The leader's check: the nodes that the store's rows name and whose lease has lapsed have
+     * their devices set offline. Answers how many were online.
      */
     async releaseLapsed(): Promise<number> {
-      const { nodes, at } = await deps.repo.onlineNodes();
-      const lapsed: Array<string | null> = [];
+      const { nodes, at } = await deps.repo.namedNodes();
+      const lapsed: string[] = [];
       for (const node of nodes) {
-        if (node === null || (await deps.leases.get(node)) === null) lapsed.push(node);
+        if ((await deps.leases.get(node)) === null) lapsed.push(node);
       }
       if (lapsed.length === 0) return 0;
       // Only devices not heard of since the leases were read: a node whose lease came back

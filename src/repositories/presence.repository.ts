@@ -23,8 +23,14 @@ const STORE_NOW = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US
 const definedOf = (hello: Hello): Partial<Hello> => Object.fromEntries(Object.entries(hello).filter(([, v]) => v !== undefined && v !== null)) as Partial<Hello>;
 
 /**
- * Writes of the device gateway: presence (online, the node holding the connection, last_heard,
- * last_handshake_at, last_ip_address) in batches, and what a device says about itself (`hello`).
+ * Writes of the device gateway: presence (online, the node that holds or last held the
+ * connection, last_heard, last_handshake_at, last_ip_address) in batches, and what a device says
+ * about itself (`hello`).
+ *
+ * A disconnect leaves the row naming its node: the column is indexed for the leader's check
+ * (migrations/0020_presence_in_place.sql), and a write that changes no indexed column is made in
+ * place, so a device that reconnects to the same node costs no index entry. Whether the device is
+ * online is `online` alone.
  */
 export function createPresenceRepository(db: Queryable) {
   return {
@@ -53,7 +59,7 @@ export function createPresenceRepository(db: Queryable) {
       await db.query(
         `UPDATE devices d SET
            online = CASE WHEN c.online IS NULL OR NOT ${ours} THEN d.online ELSE c.online END,
-           node_id = CASE WHEN c.online IS NULL OR NOT ${ours} THEN d.node_id WHEN c.online THEN $6 ELSE NULL END,
+           node_id = CASE WHEN c.online IS NULL OR NOT ${ours} THEN d.node_id WHEN c.online THEN $6 ELSE d.node_id END,
            last_heard = GREATEST(COALESCE(d.last_heard, c.at), c.at),
            last_handshake_at = CASE WHEN ${claims} THEN c.handshake ELSE d.last_handshake_at END,
            last_ip_address = CASE WHEN ${claims} THEN COALESCE(c.ip, d.last_ip_address) ELSE d.last_ip_address END
@@ -90,46 +96,51 @@ export function createPresenceRepository(db: Queryable) {
       );
     },
 
-    /** At the start of a single-node cloud no device is connected, whatever the store says. */
+    /**
+     * At the start of a single-node cloud no device is connected, whatever the store says, and
+     * no row names a node: a node's name is new at each start unless NODE_ID sets it.
+     */
     async markAllOffline(): Promise<void> {
-      await db.query('UPDATE devices SET online = false, node_id = NULL WHERE online');
+      await db.query('UPDATE devices SET online = false, node_id = NULL WHERE online OR node_id IS NOT NULL');
     },
 
     /**
-     * The nodes that hold online devices, by the store (null: online rows that name no node,
-     * written before nodes were recorded), and the store's time when it read them. One index
-     * probe per node, however many devices.
+     * The nodes that rows name (those holding online devices among them), and the store's time
+     * when it read them. One index probe per node, however many devices. A node that is gone is
+     * named by no row once the leader has released it (`release`).
      */
-    async onlineNodes(): Promise<{ nodes: Array<string | null>; at: StoreTime }> {
-      const rows = await db.query<{ node_id: string | null; at: string }>(
+    async namedNodes(): Promise<{ nodes: string[]; at: StoreTime }> {
+      const rows = await db.query<{ node_id: string; at: string }>(
         `WITH RECURSIVE n(node_id) AS (
-           (SELECT node_id FROM devices WHERE online AND node_id IS NOT NULL ORDER BY node_id LIMIT 1)
+           (SELECT node_id FROM devices WHERE node_id IS NOT NULL ORDER BY node_id LIMIT 1)
            UNION ALL
-           SELECT (SELECT node_id FROM devices WHERE online AND node_id > n.node_id ORDER BY node_id LIMIT 1) FROM n WHERE n.node_id IS NOT NULL
+           SELECT (SELECT node_id FROM devices WHERE node_id > n.node_id ORDER BY node_id LIMIT 1) FROM n WHERE n.node_id IS NOT NULL
          )
-         SELECT node_id, ${STORE_NOW} AS at FROM n WHERE node_id IS NOT NULL
-         UNION ALL
-         SELECT NULL, ${STORE_NOW} WHERE EXISTS (SELECT 1 FROM devices WHERE online AND node_id IS NULL)`,
+         SELECT node_id, ${STORE_NOW} AS at FROM n WHERE node_id IS NOT NULL`,
       );
       return { nodes: rows.map((r) => r.node_id), at: rows[0]?.at ?? '1970-01-01T00:00:00.000000Z' };
     },
 
     /**
-     * Sets offline the devices whose rows name one of `nodes` (null: name none): nodes that are
-     * gone. With `heardBefore`, only those heard of before then: a node that said its devices
-     * again since (`reassert`) keeps them. Answers the devices changed, with their scope (for
-     * their presence events).
+     * Sets offline the devices whose rows name one of `nodes`, nodes that are gone, and leaves
+     * every row of theirs naming none. With `heardBefore`, an online device heard of since then
+     * is left as it is: a node that said its devices again since (`reassert`) keeps them.
+     * Answers the devices that were online, with their scope (for their presence events).
      */
-    async release(nodes: Array<string | null>, heardBefore?: StoreTime): Promise<DeviceScope[]> {
-      const named = nodes.filter((n): n is string => n !== null);
-      const rows = await db.query<ScopeRow>(
-        `UPDATE devices SET online = false, node_id = NULL
-         WHERE online AND (node_id = ANY($1::text[]) OR ($2 AND node_id IS NULL))
-           AND ($3::timestamptz IS NULL OR last_heard IS NULL OR last_heard < $3::timestamptz)
-         RETURNING id, owner_kind, owner_id, product_id`,
-        [named, nodes.includes(null), heardBefore ?? null],
+    async release(nodes: string[], heardBefore?: StoreTime): Promise<DeviceScope[]> {
+      const rows = await db.query<ScopeRow & { was: boolean }>(
+        `WITH gone AS (
+           SELECT id, online AS was FROM devices
+           WHERE node_id = ANY($1::text[])
+             AND (NOT online OR $2::timestamptz IS NULL OR last_heard IS NULL OR last_heard < $2::timestamptz)
+           ORDER BY id FOR UPDATE
+         )
+         UPDATE devices d SET online = false, node_id = NULL
+         FROM gone WHERE d.id = gone.id
+         RETURNING d.id, d.owner_kind, d.owner_id, d.product_id, gone.was`,
+        [nodes, heardBefore ?? null],
       );
-      return rows.map(toScope);
+      return rows.filter((r) => r.was).map(toScope);
     },
 
     /**

@@ -152,9 +152,27 @@ test('a late disconnect from a node the device has left, and a late connect olde
   // A connect on C older than B's, written after it (batches of different nodes race): B keeps it.
   await repo.apply([{ id: who.id, online: true, at: new Date(t + 5), ip: '10.0.0.3' }], 'node-c');
   assert.deepEqual(await stored(first, who.id), { online: true, node_id: 'node-b' });
-  // B's own disconnect: offline.
+  // B's own disconnect: offline, the row still naming B (a reconnect to B then writes in place).
   await repo.apply([{ id: who.id, online: false, at: new Date(t + 30) }], 'node-b');
-  assert.deepEqual(await stored(first, who.id), { online: false, node_id: null });
+  assert.deepEqual(await stored(first, who.id), { online: false, node_id: 'node-b' });
+  // A's disconnect, later still, changes nothing: the row is not A's.
+  await repo.apply([{ id: who.id, online: false, at: new Date(t + 40) }], 'node-a');
+  assert.deepEqual(await stored(first, who.id), { online: false, node_id: 'node-b' });
+  await repo.release(['node-a', 'node-b', 'node-c']);
+});
+
+test('a node gone for good is named by no row after the leader releases it, offline rows included, and only its online devices are answered for events', async () => {
+  const repo = createPresenceRepository(first.skyport.db);
+  const [left, held] = [await provision(first.url, token, product.id), await provision(first.url, token, product.id)];
+  const t = Date.now() - 60_000;
+  await repo.apply([{ id: left.id, online: true, at: new Date(t) }, { id: held.id, online: true, at: new Date(t) }], 'node-z');
+  await repo.apply([{ id: left.id, online: false, at: new Date(t + 10) }], 'node-z');
+  const check = await repo.namedNodes();
+  assert.ok(check.nodes.includes('node-z'));
+  assert.deepEqual((await repo.release(['node-z'], check.at)).map((d) => d.id), [held.id]);
+  assert.deepEqual(await stored(first, left.id), { online: false, node_id: null });
+  assert.deepEqual(await stored(first, held.id), { online: false, node_id: null });
+  assert.ok(!(await repo.namedNodes()).nodes.includes('node-z'), 'the next check does not find node-z again');
 });
 
 test('a connect or a disconnect stored by one node reaches the cached rows of the others at once, not after TOKEN_CACHE_SECONDS', async () => {
@@ -179,7 +197,7 @@ test('a leader check that read the leases before a node came back does not undo 
   const who = await provision(first.url, token, product.id);
   await repo.apply([{ id: who.id, online: true, at: new Date(Date.now() - 60_000), ip: '10.0.0.9' }], 'node-x');
   // The leader reads the nodes and finds node-x's lease gone...
-  const check = await repo.onlineNodes();
+  const check = await repo.namedNodes();
   assert.ok(check.nodes.includes('node-x'));
   // ...node-x writes its lease again and says its devices (they were still online: no event)...
   assert.deepEqual(await repo.reassert('node-x', [who.id]), []);
@@ -187,7 +205,7 @@ test('a leader check that read the leases before a node came back does not undo 
   assert.deepEqual(await repo.release(['node-x'], check.at), []);
   assert.deepEqual(await stored(first, who.id), { online: true, node_id: 'node-x' });
   // A later check, with node-x gone for good, takes them.
-  const later = await repo.onlineNodes();
+  const later = await repo.namedNodes();
   assert.deepEqual((await repo.release(['node-x'], later.at)).map((d) => d.id), [who.id]);
   assert.deepEqual(await stored(first, who.id), { online: false, node_id: null });
   // Said again while offline: online, and answered for its online event.
@@ -200,7 +218,7 @@ test("the leader check's time keeps the store's microseconds: a device heard of 
   const repo = createPresenceRepository(first.skyport.db);
   const who = await provision(first.url, token, product.id);
   await repo.apply([{ id: who.id, online: true, at: new Date(Date.now() - 60_000) }], 'node-y');
-  const check = await repo.onlineNodes();
+  const check = await repo.namedNodes();
   assert.match(check.at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
   // Heard of 400 µs before the check read the store, in the same millisecond: as a JS Date the
   // check's time was the start of that millisecond, before the device was heard of.
