@@ -226,3 +226,16 @@ test("the leader check's time keeps the store's microseconds: a device heard of 
   assert.deepEqual((await repo.release(['node-y'], '2026-11-28T10:00:00.000900Z')).map((d) => d.id), [who.id]);
   assert.deepEqual(await stored(first, who.id), { online: false, node_id: null });
 });
+
+test('online rows that name no recorded node (written before nodes were recorded; migration 0020 names them "(unrecorded)") are set offline by the leader, with their offline events', async () => {
+  const who = await provision(first.url, token, product.id);
+  const stream = await openEventStream(`${first.url}/v1/products/${product.id}/events`, token);
+  try {
+    await first.skyport.db.query("UPDATE devices SET online = true, node_id = '(unrecorded)' WHERE id = $1", [who.id]);
+    await eventually(async () => ((await stored(first, who.id))?.online === false ? true : undefined), 5000, 'offline after the leader\'s check');
+    assert.deepEqual(await stored(first, who.id), { online: false, node_id: null });
+    await eventually(() => (statuses(stream.events, who.id).includes('offline') ? true : undefined), 5000, 'the offline event');
+  } finally {
+    stream.close();
+  }
+});
