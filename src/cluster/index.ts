@@ -20,7 +20,7 @@ export interface ClusterDuties {
 export async function startClusterDuties(deps: {
   bus: Bus;
   leaseSeconds: number;
-  presence: Pick<PresenceRepository, 'namedNodes' | 'release' | 'reassert'>;
+  presence: Pick<PresenceRepository, 'namedNodes' | 'release' | 'releaseOwn' | 'reassert'>;
   /** The devices this node's gateway holds now. */
   held: () => string[];
   /** Drops the cached rows of a device on every node (its presence changed). */

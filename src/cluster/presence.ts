@@ -13,7 +13,7 @@ import type { PresenceRepository } from '../repositories/presence.repository.js'
  * devices' `spark/status` events and drops every node's cached rows of them.
  */
 export function createClusterPresence(deps: {
-  repo: Pick<PresenceRepository, 'namedNodes' | 'release' | 'reassert'>;
+  repo: Pick<PresenceRepository, 'namedNodes' | 'release' | 'releaseOwn' | 'reassert'>;
   /** The node leases (lease.ts). */
   leases: SharedTable;
   bus: Pick<Bus, 'nodeId' | 'publish'>;
@@ -64,7 +64,7 @@ export function createClusterPresence(deps: {
      * left over from an earlier run under the same NODE_ID (which held them when it died).
      */
     async releaseOwn(): Promise<number> {
-      const rows = await deps.repo.release([deps.bus.nodeId]);
+      const rows = await deps.repo.releaseOwn(deps.bus.nodeId);
       announce(rows, 'offline');
       return rows.length;
     },

@@ -96,12 +96,9 @@ export function createPresenceRepository(db: Queryable) {
       );
     },
 
-    /**
-     * At the start of a single-node cloud no device is connected, whatever the store says, and
-     * no row names a node: a node's name is new at each start unless NODE_ID sets it.
-     */
+    /** At the start of a single-node cloud no device is connected, whatever the store says. */
     async markAllOffline(): Promise<void> {
-      await db.query('UPDATE devices SET online = false, node_id = NULL WHERE online OR node_id IS NOT NULL');
+      await db.query('UPDATE devices SET online = false, node_id = NULL WHERE online');
     },
 
     /**
@@ -141,6 +138,19 @@ export function createPresenceRepository(db: Queryable) {
         [nodes, heardBefore ?? null],
       );
       return rows.filter((r) => r.was).map(toScope);
+    },
+
+    /**
+     * Sets offline the devices that the store says `node` holds, leaving them named: the node
+     * starts again under the same name, and its devices' reconnects then write in place. Answers
+     * those devices, with their scope.
+     */
+    async releaseOwn(node: string): Promise<DeviceScope[]> {
+      const rows = await db.query<ScopeRow>(
+        'UPDATE devices SET online = false WHERE node_id = $1 AND online RETURNING id, owner_kind, owner_id, product_id',
+        [node],
+      );
+      return rows.map(toScope);
     },
 
     /**

@@ -239,3 +239,15 @@ test('online rows that name no recorded node (written before nodes were recorded
     stream.close();
   }
 });
+
+test('a node started again under its NODE_ID sets offline the devices its last run held, and leaves them naming it so that their reconnects write in place', async () => {
+  const repo = createPresenceRepository(first.skyport.db);
+  const [held, left] = [await provision(first.url, token, product.id), await provision(first.url, token, product.id)];
+  const t = Date.now() - 60_000;
+  await repo.apply([{ id: held.id, online: true, at: new Date(t) }, { id: left.id, online: true, at: new Date(t) }], 'node-r');
+  await repo.apply([{ id: left.id, online: false, at: new Date(t + 10) }], 'node-r');
+  assert.deepEqual((await repo.releaseOwn('node-r')).map((d) => d.id), [held.id]);
+  assert.deepEqual(await stored(first, held.id), { online: false, node_id: 'node-r' });
+  assert.deepEqual(await stored(first, left.id), { online: false, node_id: 'node-r' });
+  await repo.release(['node-r']);
+});
