@@ -161,12 +161,18 @@ test('a late disconnect from a node the device has left, and a late connect olde
   await repo.release(['node-a', 'node-b', 'node-c']);
 });
 
+/** Two devices that connected through `node` a minute ago; `left` has disconnected from it since. */
+async function heldAndLeft(repo: ReturnType<typeof createPresenceRepository>, node: string) {
+  const [held, left] = [await provision(first.url, token, product.id), await provision(first.url, token, product.id)];
+  const t = Date.now() - 60_000;
+  await repo.apply([{ id: held.id, online: true, at: new Date(t) }, { id: left.id, online: true, at: new Date(t) }], node);
+  await repo.apply([{ id: left.id, online: false, at: new Date(t + 10) }], node);
+  return { held, left };
+}
+
 test('a node gone for good is named by no row after the leader releases it, offline rows included, and only its online devices are answered for events', async () => {
   const repo = createPresenceRepository(first.skyport.db);
-  const [left, held] = [await provision(first.url, token, product.id), await provision(first.url, token, product.id)];
-  const t = Date.now() - 60_000;
-  await repo.apply([{ id: left.id, online: true, at: new Date(t) }, { id: held.id, online: true, at: new Date(t) }], 'node-z');
-  await repo.apply([{ id: left.id, online: false, at: new Date(t + 10) }], 'node-z');
+  const { held, left } = await heldAndLeft(repo, 'node-z');
   const check = await repo.namedNodes();
   assert.ok(check.nodes.includes('node-z'));
   assert.deepEqual((await repo.release(['node-z'], check.at)).map((d) => d.id), [held.id]);
@@ -242,10 +248,7 @@ test('online rows that name no recorded node (written before nodes were recorded
 
 test('a node started again under its NODE_ID sets offline the devices its last run held, and leaves them naming it so that their reconnects write in place', async () => {
   const repo = createPresenceRepository(first.skyport.db);
-  const [held, left] = [await provision(first.url, token, product.id), await provision(first.url, token, product.id)];
-  const t = Date.now() - 60_000;
-  await repo.apply([{ id: held.id, online: true, at: new Date(t) }, { id: left.id, online: true, at: new Date(t) }], 'node-r');
-  await repo.apply([{ id: left.id, online: false, at: new Date(t + 10) }], 'node-r');
+  const { held, left } = await heldAndLeft(repo, 'node-r');
   assert.deepEqual((await repo.releaseOwn('node-r')).map((d) => d.id), [held.id]);
   assert.deepEqual(await stored(first, held.id), { online: false, node_id: 'node-r' });
   assert.deepEqual(await stored(first, left.id), { online: false, node_id: 'node-r' });
