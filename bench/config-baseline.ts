@@ -3,7 +3,7 @@
 // value, hash} on <prefix>/<id>/cloud/config/set, answers a device's <prefix>/<id>/config/hello
 // with each module whose hash differs, and counts the {id, status: 0} that come back on
 // <prefix>/<id>/config/ack. Over Mosquitto it is one raw connection (`startBaselineCloud`); in
-// the Node.js floor (bench/config-floor.ts) it runs inside the broker's own process.
+// the Node.js floor (bench/node-floor.ts) it runs inside the broker's own process.
 import { createHash, randomBytes } from 'node:crypto';
 import { openRaw } from './raw-mqtt.js';
 

@@ -2,7 +2,7 @@
 // 10,000-device fleet has taken and acknowledged a configuration change, (1) pushed to connected
 // devices by a fleet write and (2) picked up in a reconnect storm, beside the same messages fanned
 // out over the local Mosquitto by a bare publisher, in the same run, and by the Node.js floor:
-// broker and bare publisher in one Node.js process (bench/config-floor.ts), the most a Node.js
+// broker and bare publisher in one Node.js process (bench/node-floor.ts), the most a Node.js
 // cloud reaches on the machine.
 //
 //   npm run bench:config                              10,000 devices, embedded store
@@ -47,7 +47,7 @@ const PER_WORKER = Number(option(args, 'per-worker') ?? 5000);
 const IN_FLIGHT = Number(option(args, 'in-flight') ?? 100);
 const TIMEOUT_MS = Number(option(args, 'timeout') ?? 300) * 1000;
 const PROBE = args.includes('--probe');
-/** Also the Node.js floor (bench/config-floor.ts), once, after the first baseline. */
+/** Also the Node.js floor (bench/node-floor.ts), once, after the first baseline. */
 const NODE_FLOOR = !args.includes('--no-node-floor');
 const FROM = option(args, 'from') ?? 'build';
 if (!['build', 'source'].includes(FROM)) throw new Error(`--from must be build or source\n${USAGE}`);
@@ -137,11 +137,11 @@ function mosquittoPid(): number | null {
 // The baseline: the same payloads over Mosquitto, with a bare publisher as the cloud.
 
 /**
- * The Node.js floor (bench/config-floor.ts): broker and cloud in one Node.js process with no
+ * The Node.js floor (bench/node-floor.ts): broker and cloud in one Node.js process with no
  * storage, taking the same devices; its cloud is driven over IPC.
  */
 async function startFloor(prefix: string): Promise<{ host: string; port: number; pid: number; cloud: BaselineCloud }> {
-  const floor = await startCommandChild('config-floor.ts', 'the Node.js floor', (err) => console.error(err.message));
+  const floor = await startCommandChild('node-floor.ts', 'the Node.js floor', (err) => console.error(err.message));
   const port = await floor.call<number>({ cmd: 'start', prefix });
   return {
     host: '127.0.0.1', port, pid: floor.child.pid as number,

@@ -1,7 +1,7 @@
 // The connection benchmark: how many idle devices one Skyport node holds, what each costs the
 // server in memory, and how fast they connect; beside Mosquitto taking the same connections in the
 // same run (docs/benchmarks.md), and beside the Node.js floor: a bare Node.js server that only
-// answers CONNACK (bench/bare-mqtt-server.mjs), the most any Node.js gateway reaches here.
+// answers CONNACK (bench/node-floor.ts), the most any Node.js gateway reaches here.
 //
 //   npm run bench:connections                          10,000 and 50,000 devices, embedded store
 //   npm run bench:connections -- --store postgres      or both
@@ -23,6 +23,7 @@ import {
   runBenchmark, sleep, startSkyport, stopChild, timeout, track, userWithProduct, type Store,
 } from './harness.js';
 import { startMosquitto } from './mosquitto.js';
+import { startCommandChild } from './command-child.js';
 
 const USAGE = 'usage: npm run bench:connections -- [--quick] [--counts 10000,50000] [--store embedded|postgres|both] [--in-flight 250] [--keepalive 120] [--settle 3] [--mosquitto spawn|mqtt://127.0.0.1:1883] [--heap] [--profile | --alloc-profile] [--heap-snapshot] [--no-node-floor] [--from build|source] [--pg-admin-url URL]';
 const { args, quick, stores } = commandLine(USAGE, 'embedded');
@@ -37,7 +38,7 @@ const PROFILE = args.includes('--profile');
 /** A sampled profile of what the server allocates while devices connect, objects since collected included (what garbage collection pays for). */
 const ALLOC_PROFILE = args.includes('--alloc-profile');
 const SNAPSHOT = args.includes('--heap-snapshot');
-/** Also the Node.js floor: a bare Node.js MQTT server taking the same connections (bench/bare-mqtt-server.mjs). */
+/** Also the Node.js floor: a bare Node.js MQTT server taking the same connections (bench/node-floor.ts). */
 const NODE_FLOOR = !args.includes('--no-node-floor');
 const FROM = option(args, 'from') ?? 'build';
 if (!['build', 'source'].includes(FROM)) throw new Error(`--from must be build or source\n${USAGE}`);
@@ -208,36 +209,37 @@ function capped(requested: number, limit: number): { measured: number; cappedBy?
   return requested <= most ? { measured: requested } : { measured: most, cappedBy: `open-files limit ${limit} (hard)` };
 }
 
+/** Made-up client ids for a server that does not authenticate; the password is sent as to Skyport, and ignored. */
+function madeUpIdentities(count: number): Array<{ id: string; secret: string }> {
+  const tag = Math.random().toString(16).slice(2, 8);
+  return Array.from({ length: count }, (_, i) => ({ id: `bench-${tag}-${i}`, secret: 'x'.repeat(32) }));
+}
+
 async function mosquittoRun(requested: number, perWorker: number): Promise<Outcome> {
   const spawned = MOSQUITTO === 'spawn' ? await startMosquitto() : undefined;
   const url = spawned ? undefined : new URL(MOSQUITTO);
   const pid = spawned?.pid ?? Number(execFileSync('pgrep', ['-o', '-x', 'mosquitto'], { encoding: 'utf8' }).trim());
   const { measured, cappedBy } = capped(requested, processOpenFiles(pid));
   await sleep(1000);
-  // Made-up client ids; the password is sent as to Skyport, and ignored (no authentication).
-  const tag = Math.random().toString(16).slice(2, 8);
-  const identities = Array.from({ length: measured }, (_, i) => ({ id: `bench-${tag}-${i}`, secret: 'x'.repeat(32) }));
-  const { outcome, stop } = await connectAll({ host: spawned?.host ?? url?.hostname ?? '127.0.0.1', port: spawned?.port ?? Number(url?.port || 1883), pid }, identities, perWorker);
+  const { outcome, stop } = await connectAll({ host: spawned?.host ?? url?.hostname ?? '127.0.0.1', port: spawned?.port ?? Number(url?.port || 1883), pid }, madeUpIdentities(measured), perWorker);
   await stop();
   await spawned?.stop();
   return { server: spawned ? 'Mosquitto (fresh broker, baseline)' : 'Mosquitto (running broker, baseline)', store: null, requested, measured, ...(cappedBy ? { cappedBy } : {}), ...outcome };
 }
 
 /**
- * The Node.js floor (bench/bare-mqtt-server.mjs): a Node.js process that only accepts, parses
- * and answers CONNACK 0. What it reaches against Mosquitto is the most any Node.js gateway can
- * reach here, before authentication, presence or anything else a cloud does for a connect.
+ * The Node.js floor (bench/node-floor.ts): a Node.js process that only accepts, parses and
+ * answers CONNACK 0. What it reaches against Mosquitto is the most any Node.js gateway can reach
+ * here, before authentication, presence or anything else a cloud does for a connect.
  */
 async function nodeFloorRun(requested: number, perWorker: number): Promise<Outcome> {
-  const child = track(fork(join(ROOT, 'bench', 'bare-mqtt-server.mjs'), [], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  onCleanup(() => stopChild(child, 2000));
-  const { port } = await ask<{ port: number }>(child, { kind: 'start' }, 'port', 10_000);
-  const { measured, cappedBy } = capped(requested, processOpenFiles(child.pid as number));
-  const tag = Math.random().toString(16).slice(2, 8);
-  const identities = Array.from({ length: measured }, (_, i) => ({ id: `bench-${tag}-${i}`, secret: 'x'.repeat(32) }));
-  const { outcome, stop } = await connectAll({ host: '127.0.0.1', port, pid: child.pid as number }, identities, perWorker);
+  const floor = await startCommandChild('node-floor.ts', 'the Node.js floor', (err) => console.error(err.message));
+  const port = await floor.call<number>({ cmd: 'start' });
+  const pid = floor.child.pid as number;
+  const { measured, cappedBy } = capped(requested, processOpenFiles(pid));
+  const { outcome, stop } = await connectAll({ host: '127.0.0.1', port, pid }, madeUpIdentities(measured), perWorker);
   await stop();
-  await stopChild(child, 2000);
+  await floor.stop();
   return { server: 'bare Node.js MQTT server (floor)', store: null, requested, measured, ...(cappedBy ? { cappedBy } : {}), ...outcome };
 }
 
