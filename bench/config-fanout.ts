@@ -154,13 +154,17 @@ async function startFloor(prefix: string): Promise<{ host: string; port: number;
   };
 }
 
+/** Mosquitto, with the bare publisher connected to it as the cloud. */
+async function startMosquittoSide(prefix: string): Promise<{ host: string; port: number; pid: number | null; cloud: BaselineCloud }> {
+  const host = MOSQUITTO.hostname;
+  const port = Number(MOSQUITTO.port || 1883);
+  return { host, port, pid: mosquittoPid(), cloud: await startBaselineCloud(host, port, prefix) };
+}
+
 /** The baseline over Mosquitto with its bare publisher, or (`floor`) the Node.js floor. */
 async function baselineRun(side: 'baseline' | 'floor' = 'baseline'): Promise<void> {
   const prefix = `bench-config-${randomBytes(4).toString('hex')}`;
-  const target = side === 'floor'
-    ? await startFloor(prefix)
-    : { host: MOSQUITTO.hostname, port: Number(MOSQUITTO.port || 1883), pid: mosquittoPid(), cloud: await startBaselineCloud(MOSQUITTO.hostname, Number(MOSQUITTO.port || 1883), prefix) };
-  const { host, port, pid, cloud } = target;
+  const { host, port, pid, cloud } = side === 'floor' ? await startFloor(prefix) : await startMosquittoSide(prefix);
   const name = side === 'floor' ? 'Node.js floor' : 'baseline';
   onCleanup(() => cloud.close().catch(() => undefined));
   const ids = Array.from({ length: DEVICES }, (_, i) => `d${i}`);
