@@ -9,13 +9,14 @@ import { storeUnavailable } from '../../src/storage/unavailable.js';
  * them committed.
  */
 export interface FaultyDb extends Db {
-  crashAt(pattern: RegExp): void;
+  /** `skip`: the statements matching `pattern` that run before the one that fails (default none). */
+  crashAt(pattern: RegExp, skip?: number): void;
   /**
-   * The next statement matching `pattern` waits, before it runs, until `release()`: a write held
-   * in the middle of its transaction, so that a test can send another request meanwhile.
-   * `reached` resolves once it waits.
+   * The next statement matching `pattern` (after `skip` that run) waits, before it runs, until
+   * `release()`: a write held in the middle of its transaction, so that a test can send another
+   * request meanwhile. `reached` resolves once it waits.
    */
-  pauseAt(pattern: RegExp): { reached: Promise<void>; release(): void };
+  pauseAt(pattern: RegExp, skip?: number): { reached: Promise<void>; release(): void };
   /** Whether the armed crash happened (a test that arms one must see it, or it proves nothing). */
   readonly crashed: boolean;
   /**
@@ -31,9 +32,11 @@ export function faultyDb(db: Db): FaultyDb {
   let unreachable = false;
   const refused = () => storeUnavailable(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
   const refusals: Array<{ pattern: RegExp; seen(): void }> = [];
-  let armed: RegExp | null = null;
+  let armed: { pattern: RegExp; skip: number } | null = null;
   let crashed = false;
-  let pause: { pattern: RegExp; reached(): void; go: Promise<void> } | null = null;
+  let pause: { pattern: RegExp; skip: number; reached(): void; go: Promise<void> } | null = null;
+  /** Whether `sql` is the armed statement, counting down the matches to let run first. */
+  const hits = (at: { pattern: RegExp; skip: number } | null, sql: string) => at !== null && at.pattern.test(sql) && at.skip-- === 0;
   const check = async (sql: string) => {
     if (unreachable) {
       for (const r of refusals.filter((w) => w.pattern.test(sql))) {
@@ -42,12 +45,12 @@ export function faultyDb(db: Db): FaultyDb {
       }
       throw refused();
     }
-    if (armed && armed.test(sql)) {
+    if (hits(armed, sql)) {
       armed = null;
       crashed = true;
       throw Object.assign(new Error(`simulated crash before: ${sql.trim().split('\n')[0]}`), { code: 'XX000' });
     }
-    if (pause && pause.pattern.test(sql)) {
+    if (pause && hits(pause, sql)) {
       const { reached, go } = pause;
       pause = null;
       reached();
@@ -70,16 +73,16 @@ export function faultyDb(db: Db): FaultyDb {
     kind: db.kind,
     transaction: (work) => (unreachable ? Promise.reject(refused()) : db.transaction((tx: Tx) => work({ ...wrap(tx), afterCommit: tx.afterCommit }))),
     close: () => db.close(),
-    crashAt(pattern) {
-      armed = pattern;
+    crashAt(pattern, skip = 0) {
+      armed = { pattern, skip };
       crashed = false;
     },
-    pauseAt(pattern) {
+    pauseAt(pattern, skip = 0) {
       let reached: () => void = () => undefined;
       let release: () => void = () => undefined;
       const waiting = new Promise<void>((r) => { reached = r; });
       const go = new Promise<void>((r) => { release = r; });
-      pause = { pattern, reached, go };
+      pause = { pattern, skip, reached, go };
       return { reached: waiting, release };
     },
     get crashed() {
