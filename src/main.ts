@@ -111,6 +111,8 @@ export interface SkyportOptions {
 export interface Seams {
   /** Wraps what configuration delivery reads (e.g. to hold a fan-out's read back until a later write was delivered). */
   configReader?: (reader: ConfigReader) => ConfigReader;
+  /** How many devices a fan-out reads at once (tests: a small fleet in several shares). */
+  fanOutShares?: { first: number; each: number };
   /** The expiry sweeps' period instead of ten minutes, and a hook told of each sweep this node runs. */
   expirySweep?: { everyMs: number; swept(): void };
   /** A hook told of each rollout tick this node runs (the leader's, in a cluster). */
@@ -213,7 +215,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const config = createConfiguration({
     db, bus, audit, clock, log, timeoutMs: settings.deviceCallTimeoutSeconds * 1000, batchWindowMs: windowFor(db.kind),
     schemas: createConfigSchemasRepository(db), values: createConfigValuesRepository(db), history: createConfigHistoryRepository(db),
-    state: createDeviceConfigStateRepository(db), products: productsRepo, devices: devicesRepo, wrapReader: seams.configReader, store,
+    state: createDeviceConfigStateRepository(db), products: productsRepo, devices: devicesRepo, wrapReader: seams.configReader, shares: seams.fanOutShares, store,
     here, observe: (outcome) => metrics.configDeliveries.inc({ outcome }),
     userNames: userName,
   });

@@ -14,6 +14,7 @@ const held = (r: Row): HeldModule => ({
 });
 
 
+const HASH_COLUMNS = 's.device_id, s.module, s.hash, s.status, s.code, s.refused_hash';
 type HashRow = { device_id: string; module: string; hash: string | null; status: 'in_sync' | 'rejected'; code: number | null; refused_hash: string | null };
 function byDevice(rows: HashRow[]): Map<string, Map<string, HeldHash>> {
   const out = new Map<string, Map<string, HeldHash>>();
@@ -34,13 +35,21 @@ export function createDeviceConfigStateRepository(db: Queryable) {
       return new Map(rows.map((r) => [r.module, held(r)]));
     },
     /**
-     * What each of a product's devices holds, in one read (a fan-out or the rollout status): the
-     * hashes and states only, since on a large fleet the values and times would be most of it.
-     * `only`: those devices alone (a node's share of the fleet, in a cluster).
+     * What each of a product's devices holds, in one read (the rollout status): the hashes and
+     * states only, since on a large fleet the values and times would be most of it.
      */
-    async heldByProduct(productId: number, only?: string[]): Promise<Map<string, Map<string, HeldHash>>> {
-      const sql = 'SELECT s.device_id, s.module, s.hash, s.status, s.code, s.refused_hash FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1';
-      return byDevice(await (only ? db.query<HashRow>(`${sql} AND s.device_id = ANY($2::text[])`, [productId, only]) : db.query<HashRow>(sql, [productId])));
+    async heldByProduct(productId: number): Promise<Map<string, Map<string, HeldHash>>> {
+      return byDevice(await db.query<HashRow>(`SELECT ${HASH_COLUMNS} FROM device_config_state s JOIN devices d ON d.id = s.device_id WHERE d.product_id = $1`, [productId]));
+    },
+    /**
+     * What each of these devices holds (a share of a fan-out, services/config/delivery.ts): the
+     * hashes and states only. Joined to the list, so that PostgreSQL looks each device up in the
+     * primary key: a filter `device_id = ANY(…)` read the whole table for every share of a few
+     * thousand devices (docs/benchmarks.md, "Cluster").
+     */
+    async heldBy(ids: readonly string[]): Promise<Map<string, Map<string, HeldHash>>> {
+      if (ids.length === 0) return new Map();
+      return byDevice(await db.query<HashRow>(`SELECT ${HASH_COLUMNS} FROM unnest($1::text[]) AS i(id) JOIN device_config_state s ON s.device_id = i.id`, [ids]));
     },
     /**
      * Devices connecting together, in one read: what their configuration depends on (as for a

@@ -59,6 +59,8 @@ export function createNodeDelivery(deps: {
   observe?: (outcome: DeliveryOutcome) => void;
   /** How many devices a fan-out talks to at once. */
   fanOut?: number;
+  /** How many devices a fan-out reads at once: the first share, and each after it (default 500, then 2,000). */
+  shares?: { first: number; each: number } | undefined;
   /** How long acknowledgements and connecting devices are gathered before they are stored or read (storage/batcher.ts). */
   batchWindowMs?: number;
 }) {
@@ -164,6 +166,26 @@ export function createNodeDelivery(deps: {
     return batch.map((h) => ({ done: started.get(h.deviceId) ?? Promise.resolve() }));
   }, { maxBatch: 1000, inFlight: 1, waitMs: deps.batchWindowMs ?? 0 });
 
+  type Share = Awaited<ReturnType<typeof readShare>>;
+
+  /**
+   * A share of a fan-out, read: the devices, what they hold and what they take, from one
+   * snapshot of the staleness ledger taken before the reads.
+   */
+  async function readShare(productId: number, ids: string[]) {
+    const snapshot = ledger.snapshot();
+    try {
+      const devices = await deps.devices.fleetDevices(productId, { ids });
+      const held = await deps.state.heldBy(devices.map((d) => d.id));
+      // The values last, so that they are as fresh as can be when the devices' turns are queued.
+      const effective = devices.length === 0 ? new Map<string, { values: Values }>() : await deps.reader.effective(productId, devices);
+      return { snapshot, devices, held, effective };
+    } catch (err) {
+      snapshot.done();
+      throw err;
+    }
+  }
+
   /** The fleet's devices connected here take what is committed now, a bounded number at a time. */
   async function fanOut(productId: number): Promise<void> {
     // The devices this node's connections hold, and only those: in a cluster each gateway holds
@@ -174,30 +196,52 @@ export function createNodeDelivery(deps: {
     // fleet (an API node) reads nothing.
     const ids = deps.here.heldIn(productId);
     if (ids.length === 0) return;
-    const snapshot = ledger.snapshot();
-    try {
-      const devices = await deps.devices.fleetDevices(productId, { ids });
-      if (devices.length === 0) return;
-      const held = await deps.state.heldByProduct(productId, devices.map((d) => d.id));
-      // The values last, so that they are as fresh as can be when the devices' turns are queued.
-      const effective = await deps.reader.effective(productId, devices);
-      const hashOf = memoHash();
-      let next = 0;
-      await Promise.all(Array.from({ length: Math.min(deps.fanOut ?? 256, devices.length) }, async () => {
-        while (next < devices.length) {
-          const id = (devices[next++] as FleetDevice).id;
-          const values = effective.get(id)?.values ?? {};
-          await turns.run(id, async () => {
-            // A newer write committed since the read: its own delivery (behind this turn, or done
-            // already) carries what this would have sent, or newer.
-            if (snapshot.superseded(productId, id)) return [];
-            return deliver(id, values, snapshot.deliveredTo(id) ? await deps.state.held(id) : held.get(id) ?? new Map(), { hashOf });
-          }).catch((err) => deps.log().warn({ err, device: id }, 'configuration delivery failed'));
-        }
-      }));
-    } finally {
-      snapshot.done();
+    // Read in shares, the next share while the devices of this one are sent theirs: the first
+    // devices need not wait for the whole fleet's reads, and the reads' time (the store's)
+    // overlaps the sending (this node's and the devices'). The first share is small, so that
+    // the first message leaves soon after the write (docs/benchmarks.md, "Configuration fan-out").
+    const shares: string[][] = [];
+    for (let i = 0, size = deps.shares?.first ?? 500; i < ids.length; i += size, size = deps.shares?.each ?? 2000) shares.push(ids.slice(i, i + size));
+    const hashOf = memoHash();
+    // At most `fanOut` devices are being sent theirs at once, across shares.
+    const limit = deps.fanOut ?? 256;
+    let active = 0;
+    const waiting: Array<() => void> = [];
+    /** Starts each device's delivery as a place frees; resolves once the last has started, with all of them settled. */
+    const start = async ({ snapshot, devices, held, effective }: Share): Promise<{ settled: Promise<void> }> => {
+      const mine: Array<Promise<unknown>> = [];
+      for (const { id } of devices) {
+        while (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+        active += 1;
+        const values = effective.get(id)?.values ?? {};
+        mine.push(turns.run(id, async () => {
+          // A newer write committed since the read: its own delivery (behind this turn, or done
+          // already) carries what this would have sent, or newer.
+          if (snapshot.superseded(productId, id)) return [];
+          return deliver(id, values, snapshot.deliveredTo(id) ? await deps.state.held(id) : held.get(id) ?? new Map(), { hashOf });
+        }).catch((err) => deps.log().warn({ err, device: id }, 'configuration delivery failed')).finally(() => {
+          active -= 1;
+          waiting.shift()?.();
+        }));
+      }
+      return { settled: Promise.allSettled(mine).then(() => snapshot.done()) };
+    };
+    // A share whose reads fail is left out (its devices take their configuration when they next
+    // connect); the caught promise keeps a failure of the read ahead from going unhandled.
+    const read = (ids: string[]) => readShare(productId, ids).catch((err: unknown) => {
+      deps.log().warn({ err, product: productId }, 'configuration fan-out failed');
+      return undefined;
+    });
+    const sending: Array<Promise<void>> = [];
+    let reading = read(shares[0] as string[]);
+    for (let k = 1; ; k++) {
+      const share = await reading;
+      const ahead = k < shares.length ? read(shares[k] as string[]) : undefined;
+      if (share) sending.push((await start(share)).settled);
+      if (!ahead) break;
+      reading = ahead;
     }
+    await Promise.all(sending);
   }
 
   /**

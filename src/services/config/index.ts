@@ -37,12 +37,14 @@ export function createConfiguration(deps: {
   store?: Pick<StoreWatch, 'whenBack'>;
   /** Puts something between delivery and its reads (tests: holding a read back to order it after a later write). */
   wrapReader?: (reader: ConfigReader) => ConfigReader;
+  /** How many devices a fan-out reads at once: the first share, and each after it (delivery.ts). */
+  shares?: { first: number; each: number } | undefined;
 }) {
   const reader = createConfigReader(deps);
   const status = createConfigStatus({ reader, state: deps.state, values: deps.values, devices: deps.devices });
   const node = createNodeDelivery({
     here: deps.here, reader: deps.wrapReader ? deps.wrapReader(reader) : reader, state: deps.state, devices: deps.devices,
-    clock: deps.clock, log: deps.log, timeoutMs: deps.timeoutMs, batchWindowMs: deps.batchWindowMs, observe: deps.observe,
+    clock: deps.clock, log: deps.log, timeoutMs: deps.timeoutMs, batchWindowMs: deps.batchWindowMs, observe: deps.observe, shares: deps.shares,
   });
   const delivery = createConfigDelivery({ bus: deps.bus, node, log: deps.log, timeoutMs: deps.timeoutMs, store: deps.store });
   return {
