@@ -4,8 +4,8 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 import { raw } from './helpers/http.js';
 import { newProduct, signUp } from './helpers/fixtures.js';
 import { faultyDb, type FaultyDb } from './helpers/faults.js';
-import { configDevice, provision, type Holdings } from './helpers/device.js';
-import { eventually } from './helpers/eventually.js';
+import { configDevice, provision, type Holdings, type Identity } from './helpers/device.js';
+import { eventually, within } from './helpers/eventually.js';
 
 /**
  * A fleet write's fan-out reads the fleet's devices in shares and sends each share its values
@@ -17,13 +17,6 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 /** What a fan-out reads of each share: what its devices hold (device-config-state.repository.ts, `heldBy`). */
 const HELD_READ = /JOIN device_config_state s ON s\.device_id = i\.id/;
 const FLEET = 8;
-
-/** `p`, or a failure after `ms`: a read that never comes must fail the test, not hang it. */
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms); });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
 
 let db: FaultyDb | undefined;
 let server: TestServer;
@@ -53,7 +46,7 @@ test('a fleet read in shares: the first share is sent the write while the next i
     const held = (db as FaultyDb).pauseAt(HELD_READ, 1);
     const put = await raw(fleet.base, { method: 'PUT', token: fleet.token, json: { rgb: { type: 'off' } } });
     assert.equal(put.status, 200, put.text);
-    await within(held.reached, 10_000, 'the second share\'s read');
+    await within(held.reached, 10_000, () => 'the second share\'s read was not reached within 10 s');
     // The second share's read is held, and the third is read only after it: the first share alone has the write.
     await eventually(() => (fleet.having('off') === 2 ? true : undefined), 10_000, 'the first share');
     assert.equal(fleet.having('off'), 2, 'only the first share was sent the write before the next share was read');
@@ -82,7 +75,7 @@ test('a share whose read fails leaves out its own devices only; they take the wr
     assert.equal(left.length, 3);
     for (const i of left) {
       await fleet.devices[i]?.client.endAsync();
-      const again = await configDevice(server.mqttUrl, fleet.ids[i] as Parameters<typeof configDevice>[1], fleet.holdings[i] as Holdings);
+      const again = await configDevice(server.mqttUrl, fleet.ids[i] as Identity, fleet.holdings[i] as Holdings);
       fleet.devices[i] = again;
     }
     await eventually(() => (fleet.having('off') === FLEET ? true : undefined), 10_000, 'the devices left out, once reconnected');

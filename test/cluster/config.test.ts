@@ -5,7 +5,7 @@ import type { TestServer } from '../helpers/server.js';
 import { raw } from '../helpers/http.js';
 import { newProduct, signUp } from '../helpers/fixtures.js';
 import { configDevice, provision, type Holdings, type Identity } from '../helpers/device.js';
-import { eventually } from '../helpers/eventually.js';
+import { eventually, within } from '../helpers/eventually.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { bind, ConfigStatus, createDevice } from '../../src/sdk/index.js';
 import type { ConfigReader } from '../../src/services/config/reader.js';
@@ -48,16 +48,6 @@ before(async () => {
   [A, B, C] = cluster.nodes as [TestServer, TestServer, TestServer];
 });
 after(async () => { await cluster.close(); });
-
-/** Fails the test when `promise` has not settled in `ms` (something that must happen, not a sleep). */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} not within ${ms} ms`)), ms); })]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Each node's count of configuration deliveries by outcome, and of its bus round trips of a kind that were answered. */
 async function counts(kind = 'sync') {
@@ -200,7 +190,7 @@ test('a device connecting on one node while a fleet write commits on another is 
     const fannedOut = reads.next(product.id);
     const put = await raw(`${B.url}/v1/products/${product.id}/config`, { method: 'PUT', token, json: { rgb: { type: 'off' } } });
     assert.equal(put.status, 200, put.text);
-    await within(fannedOut, 5000, 'the fan-out\'s read of the fleet');
+    await within(fannedOut, 5000, () => 'the fan-out\'s read of the fleet not within 5000 ms');
     letGo();
 
     await eventually(() => (held.get('rgb')?.value.type === 'off' ? true : undefined));

@@ -20,3 +20,17 @@ export async function eventually<T>(f: () => Promise<T | undefined> | T | undefi
     pause = Math.min(pause * 1.5, MAX_PAUSE_MS);
   }
 }
+
+/**
+ * `p`, or a failure after `ms` with the message `why()` gives then: what never comes (a read, a
+ * node's shutdown) must fail the test with what it waited for, not hold it until the runner's limit.
+ */
+export async function within<T>(p: Promise<T>, ms: number, why: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(why())), ms); });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -13,6 +13,7 @@ import type { FirmwareSource } from '../../src/services/firmware/updates/source.
 import type { CompileSchemas } from '../../src/http/compiled-schemas.js';
 import { admin, databaseUrl } from './templates.js';
 import { serveInProcess } from './http.js';
+import { within } from './eventually.js';
 
 /**
  * Test servers: a real Skyport listening on free loopback ports, on the store the run asks for
@@ -163,15 +164,7 @@ const CLOSE_LIMIT_MS = 60_000;
  * waits for (Skyport.shutdownStage), instead of holding the test file until the runner's limit.
  */
 async function closeWithin(skyport: Skyport, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`node ${skyport.bus.nodeId} did not close within ${ms / 1000} s; its shutdown was at: ${skyport.shutdownStage()}`)), ms);
-  });
-  try {
-    await Promise.race([skyport.close(), late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await within(skyport.close(), ms, () => `node ${skyport.bus.nodeId} did not close within ${ms / 1000} s; its shutdown was at: ${skyport.shutdownStage()}`);
 }
 
 export { manualClock };
