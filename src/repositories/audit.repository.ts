@@ -1,4 +1,5 @@
 import type { Queryable } from '../storage/db.js';
+import { oneStatement, unnestOf, type BatchInsert } from '../storage/batch-insert.js';
 
 export interface AuditEvent {
   id: number;
@@ -13,17 +14,16 @@ export interface AuditEvent {
 interface Row { id: number | string; account_kind: AuditEvent['accountKind']; account_id: string; type: string; ip: string | null; details: Record<string, unknown>; at: Date }
 
 /**
- * The INSERT of a batch of events, its parameters numbered from `first`, so that a batch of
- * another table can write its events in the same statement (tokens.repository.ts). Identical
+ * The INSERT of a batch of events, which a batch of another table can write in the same
+ * statement (tokens.repository.ts). Identical
  * events (same account, type, address and details; a back-end minting tokens in a loop) become
  * one row whose details carry a `count`.
  */
-export function auditInsert(events: Array<Omit<AuditEvent, 'id'>>, first: number): { sql: string; params: unknown[] } {
+export function auditInsert(events: Array<Omit<AuditEvent, 'id'>>): BatchInsert {
   const rows = coalesce(events);
-  const p = (i: number) => `$${first + i}`;
   return {
-    sql: `INSERT INTO audit_events (account_kind, account_id, type, ip, details, at)
-          SELECT * FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::jsonb[], ${p(5)}::timestamptz[])`,
+    sql: (first) => `INSERT INTO audit_events (account_kind, account_id, type, ip, details, at)
+          ${unnestOf(first, ['text', 'text', 'text', 'text', 'jsonb', 'timestamptz'])}`,
     params: [rows.map((e) => e.accountKind), rows.map((e) => e.accountId), rows.map((e) => e.type), rows.map((e) => e.ip),
       rows.map((e) => JSON.stringify(e.details)), rows.map((e) => e.at.toISOString())],
   };
@@ -46,7 +46,7 @@ export function createAuditRepository(db: Queryable) {
     /** Inserts events in one statement (the audit service batches them). */
     async insertMany(events: Array<Omit<AuditEvent, 'id'>>, q: Queryable = db): Promise<void> {
       if (events.length === 0) return;
-      const insert = auditInsert(events, 1);
+      const insert = oneStatement([auditInsert(events)]);
       await q.query(insert.sql, insert.params);
     },
     /** Newest first. */

@@ -3,6 +3,7 @@ import type { Scope } from '../domain/scopes.js';
 import type { Subject } from '../domain/subject.js';
 import { commitsFor, createBatcher } from '../storage/batcher.js';
 import { auditInsert, type AuditEvent } from './audit.repository.js';
+import { oneStatement, unnestOf, type BatchInsert } from '../storage/batch-insert.js';
 
 export interface AccessTokenRecord {
   tokenHash: string;
@@ -82,33 +83,41 @@ const iso = (d: Date | null): string | null => (d === null ? null : d.toISOStrin
 
 interface PendingToken { access: AccessTokenRecord; refresh?: RefreshTokenRecord | undefined; event?: Omit<AuditEvent, 'id'> | undefined }
 
+function accessInsert(access: readonly AccessTokenRecord[]): BatchInsert {
+  const subjects = access.map((a) => subjectColumns(a.subject));
+  return {
+    sql: (first) => `INSERT INTO access_tokens (token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, created_at, expires_at, session_id, temporary_until)
+       ${unnestOf(first, ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'timestamptz', 'text', 'timestamptz'])}`,
+    params: [access.map((a) => a.tokenHash), ...[0, 1, 2, 3].map((c) => subjects.map((x) => x[c])), access.map((a) => a.clientId), access.map((a) => a.scope),
+      access.map((a) => iso(a.createdAt)), access.map((a) => iso(a.expiresAt)), access.map((a) => a.sessionId), access.map((a) => iso(a.temporaryUntil))],
+  };
+}
+
+function refreshInsert(refresh: readonly RefreshTokenRecord[]): BatchInsert {
+  const subjects = refresh.map((r) => subjectColumns(r.subject));
+  return {
+    sql: (first) => `INSERT INTO refresh_tokens (token_hash, access_token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, access_expires_in, created_at, expires_at, session_id)
+       ${unnestOf(first, ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'int', 'timestamptz', 'timestamptz', 'text'])}`,
+    params: [refresh.map((r) => r.tokenHash), refresh.map((r) => r.accessTokenHash), ...[0, 1, 2, 3].map((c) => subjects.map((x) => x[c])), refresh.map((r) => r.clientId),
+      refresh.map((r) => r.scope), refresh.map((r) => r.accessExpiresIn), refresh.map((r) => iso(r.createdAt)), refresh.map((r) => iso(r.expiresAt)),
+      refresh.map((r) => r.sessionId)],
+  };
+}
+
 /**
  * The one statement that stores tokens, their refresh tokens and their audit events: a batch of
- * them (the batcher's), or a single one written in a caller's transaction.
+ * them (the batcher's), or a single one written in a caller's transaction. A table the batch has
+ * no rows for is left out of the statement: each table in it is opened and locked with all its
+ * indexes whether rows go in or not, and client credentials never make refresh tokens
+ * (docs/benchmarks.md, "Token issuance and authenticated reads").
  */
 function insertTokens(items: readonly PendingToken[]): { sql: string; params: unknown[] } {
-  const access = items.map((i) => i.access);
-  const subjects = access.map((a) => subjectColumns(a.subject));
   const refresh = items.flatMap((i) => (i.refresh ? [i.refresh] : []));
-  const rs = refresh.map((r) => subjectColumns(r.subject));
   const events = items.flatMap((i) => (i.event ? [i.event] : []));
-  const params: unknown[] = [access.map((a) => a.tokenHash), ...[0, 1, 2, 3].map((c) => subjects.map((x) => x[c])), access.map((a) => a.clientId), access.map((a) => a.scope),
-    access.map((a) => iso(a.createdAt)), access.map((a) => iso(a.expiresAt)), access.map((a) => a.sessionId), access.map((a) => iso(a.temporaryUntil)),
-    refresh.map((r) => r.tokenHash), refresh.map((r) => r.accessTokenHash), ...[0, 1, 2, 3].map((c) => rs.map((x) => x[c])), refresh.map((r) => r.clientId),
-    refresh.map((r) => r.scope), refresh.map((r) => r.accessExpiresIn), refresh.map((r) => iso(r.createdAt)), refresh.map((r) => iso(r.expiresAt)),
-    refresh.map((r) => r.sessionId)];
-  const ctes = [`access AS (
-       INSERT INTO access_tokens (token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, created_at, expires_at, session_id, temporary_until)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::timestamptz[]))`];
-  let last = `INSERT INTO refresh_tokens (token_hash, access_token_hash, subject_kind, user_id, product_id, customer_id, client_id, scope, access_expires_in, created_at, expires_at, session_id)
-     SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::int[], $21::timestamptz[], $22::timestamptz[], $23::text[])`;
-  if (events.length > 0) {
-    const audit = auditInsert(events, params.length + 1);
-    ctes.push(`refresh AS (${last})`);
-    last = audit.sql;
-    params.push(...audit.params);
-  }
-  return { sql: `WITH ${ctes.join(',\n')}\n${last}`, params };
+  const inserts = [accessInsert(items.map((i) => i.access))];
+  if (refresh.length > 0) inserts.push(refreshInsert(refresh));
+  if (events.length > 0) inserts.push(auditInsert(events));
+  return oneStatement(inserts);
 }
 
 /**
