@@ -34,18 +34,33 @@ export function createConfigValuesRepository(db: Queryable) {
     async storedModules(productId: number, q: Queryable = db): Promise<string[]> {
       return (await q.query<{ module: string }>('SELECT DISTINCT module FROM config_values WHERE product_id = $1 ORDER BY module', [productId])).map((r) => r.module);
     },
-    /** The own values of every device of a product that has some (or of the devices named), in one read. */
-    async devicesValues(productId: number, ids?: string[], q: Queryable = db): Promise<Map<string, Record<string, Json>>> {
-      const rows = await q.query<{ device_id: string; module: string; value_text: string }>(
-        `SELECT device_id, module, value_text FROM config_values WHERE product_id = $1 AND device_id <> ''${ids ? ' AND device_id = ANY($2::text[])' : ''}`,
-        ids ? [productId, ids] : [productId]);
-      const out = new Map<string, Record<string, Json>>();
+    /**
+     * What a product's effective configurations are made of, in one statement: its schema as
+     * stored (none: the default), the fleet's values, and the own values of the devices named (of
+     * every device, without `ids`). A batch of connecting devices reads this at every batch, and a
+     * statement costs about as much for one row as for many (docs/benchmarks.md, "Configuration
+     * fan-out").
+     */
+    async inputs(productId: number, ids?: readonly string[], q: Queryable = db): Promise<{ schemaText: string | undefined; fleet: Record<string, Json>; devices: Map<string, Record<string, Json>> }> {
+      // The fleet's rows are those of device ''; with ids, looked up with them in the primary key.
+      const rows = await q.query<{ device_id: string | null; module: string | null; value_text: string }>(
+        `SELECT NULL::text AS device_id, NULL::text AS module, schema_text AS value_text FROM product_config_schemas WHERE product_id = $1
+         UNION ALL
+         SELECT device_id, module, value_text FROM config_values WHERE product_id = $1${ids ? ' AND device_id = ANY($2::text[])' : ''}`,
+        ids ? [productId, ['', ...ids]] : [productId]);
+      let schemaText: string | undefined;
+      const fleet: Record<string, Json> = {};
+      const devices = new Map<string, Record<string, Json>>();
       for (const r of rows) {
-        const values = out.get(r.device_id) ?? {};
-        values[r.module] = JSON.parse(r.value_text) as Json;
-        out.set(r.device_id, values);
+        if (r.device_id === null) schemaText = r.value_text;
+        else if (r.device_id === '') fleet[r.module as string] = JSON.parse(r.value_text) as Json;
+        else {
+          const values = devices.get(r.device_id) ?? {};
+          values[r.module as string] = JSON.parse(r.value_text) as Json;
+          devices.set(r.device_id, values);
+        }
       }
-      return out;
+      return { schemaText, fleet, devices };
     },
   };
 }

@@ -90,10 +90,12 @@ export function createConfigReader(deps: { schemas: ConfigSchemasRepository; val
      * puts values not (yet) stored in place of the stored ones, for a dry run.
      */
     async effective(productId: number, devices: FleetDevice[], instead: { fleet?: Values; device?: { id: string; values: Values } } = {}): Promise<Map<string, Effective>> {
-      const { schema: s } = await schema(productId);
-      const fleet = instead.fleet ? inSchema(s, instead.fleet) : await fleetValues(productId, s);
-      // A few devices (a batch of connects, a dry run) read their own values; a fleet reads all at once.
-      const owns = await deps.values.devicesValues(productId, devices.length <= 1000 ? devices.map((d) => d.id) : undefined);
+      // The schema and the values in one read. A few devices (a batch of connects, a dry run)
+      // read their own values; a fleet reads all at once.
+      const inputs = await deps.values.inputs(productId, devices.length <= 1000 ? devices.map((d) => d.id) : undefined);
+      const s = parse(inputs.schemaText ?? defaultText);
+      const fleet = inSchema(s, instead.fleet ?? inputs.fleet);
+      const owns = inputs.devices;
       if (instead.device) owns.set(instead.device.id, instead.device.values);
       // A fleet write returns regular devices to the fleet (docs/api.md, "Effective configuration").
       const ownWins = (d: FleetDevice) => d.development || (d.ownWins && !instead.fleet);
