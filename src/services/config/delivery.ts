@@ -128,10 +128,10 @@ export function createNodeDelivery(deps: {
   }
 
   /**
-   * Devices that connect together (a reconnect storm) are read together: their records, what
-   * they are recorded to hold and their own values in one statement each, and the schema and
-   * fleet values once per product, as a fan-out does. Each device's delivery then runs on its
-   * own, in its turn; the batch does not wait for them.
+   * Devices that connect together (a reconnect storm) are read together: their records with
+   * what they are recorded to hold in one statement, and per product the schema, the fleet's
+   * values and the devices' own in another, as a fan-out does. Each device's delivery then runs
+   * on its own, in its turn; the batch does not wait for them.
    */
   const hellos = createBatcher<{ deviceId: string; hashes: Record<string, string> }, { done: Promise<unknown> }>(async (batch) => {
     // A device that said hello twice in one batch is answered for the last.
