@@ -15,9 +15,8 @@ interface Row { id: number | string; account_kind: AuditEvent['accountKind']; ac
 
 /**
  * The INSERT of a batch of events, which a batch of another table can write in the same
- * statement (tokens.repository.ts). Identical
- * events (same account, type, address and details; a back-end minting tokens in a loop) become
- * one row whose details carry a `count`.
+ * statement (tokens.repository.ts). Identical events (same account, type, address and details; a
+ * back-end minting tokens in a loop) become one row whose details carry a `count`.
  */
 export function auditInsert(events: Array<Omit<AuditEvent, 'id'>>): BatchInsert {
   const rows = coalesce(events);
