@@ -4,13 +4,12 @@ type Json = Record<string, unknown>;
 
 /** Configuration values by module (table config_values): the fleet's (device '') or one device's. */
 export function createConfigValuesRepository(db: Queryable) {
-  async function read(productId: number, deviceId: string, q: Queryable): Promise<Record<string, Json>> {
-    const rows = await q.query<{ module: string; value_text: string }>('SELECT module, value_text FROM config_values WHERE product_id = $1 AND device_id = $2', [productId, deviceId]);
-    return Object.fromEntries(rows.map((r) => [r.module, JSON.parse(r.value_text) as Json]));
-  }
   return {
-    fleet: (productId: number, q: Queryable = db) => read(productId, '', q),
-    device: (productId: number, deviceId: string, q: Queryable = db) => read(productId, deviceId, q),
+    /** The fleet's values (inside a write's transaction with `q`); `inputs` reads them with the rest. */
+    async fleet(productId: number, q: Queryable = db): Promise<Record<string, Json>> {
+      const rows = await q.query<{ module: string; value_text: string }>("SELECT module, value_text FROM config_values WHERE product_id = $1 AND device_id = ''", [productId]);
+      return Object.fromEntries(rows.map((r) => [r.module, JSON.parse(r.value_text) as Json]));
+    },
     /**
      * Replaces the whole set of modules of the fleet ('') or of a device: nothing merges. Only the
      * schema's modules are replaced: values of modules it no longer has stay aside, untouched.

@@ -55,9 +55,11 @@ export function createConfigReader(deps: { schemas: ConfigSchemasRepository; val
 
   /** What one device's configuration is made of (its own values, the fleet's, whose win) and the result. */
   async function device(productId: number, d: FleetDevice) {
-    const { schema: s } = await schema(productId);
-    const own = inSchema(s, await deps.values.device(productId, d.id));
-    const fleet = await fleetValues(productId, s);
+    // The schema, the fleet's values and the device's own in one read, as for many devices.
+    const inputs = await deps.values.inputs(productId, [d.id]);
+    const s = parse(inputs.schemaText ?? defaultText);
+    const own = inSchema(s, inputs.devices.get(d.id) ?? {});
+    const fleet = inSchema(s, inputs.fleet);
     const deviceValuesWin = d.development || d.ownWins;
     return { own, fleet, deviceValuesWin, ...effectiveConfig({ schema: s, fleet, device: own, deviceValuesWin, firmwareVersion: d.firmwareVersion }) };
   }
