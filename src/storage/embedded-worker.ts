@@ -159,9 +159,10 @@ function handle(req: EmbeddedRequest): Promise<unknown> {
  * tables are never analysed nor vacuumed, the planner works blind and dead rows pile up (what
  * that cost a fleet's configuration reads: docs/architecture.md, "Autovacuum").
  * So this thread does the launcher's work with PostgreSQL's default thresholds (autovacuum
- * vacuum/analyze threshold 50 rows, scale factors 0.2 and 0.1): every `NAPTIME_MS` it looks at
- * the statistics of each table and vacuums or analyses the ones that crossed them. Each of its
- * statements takes its turn on the session like any other, after open transactions.
+ * vacuum/analyze threshold 50 rows, scale factors 0.2 and 0.1; for inserts 1,000 rows and 0.2):
+ * every `NAPTIME_MS` it looks at the statistics of each table and vacuums or analyses the ones
+ * that crossed them, and freezes those whose oldest transaction id is old (`FREEZE_MAX_AGE`).
+ * Each of its statements takes its turn on the session like any other, after open transactions.
  */
 const NAPTIME_MS = (workerData as { maintenanceMs?: number }).maintenanceMs ?? 30_000;
 /**
@@ -186,15 +187,34 @@ const STATISTICS_TARGET = 10;
  * a full one.
  */
 const INDEX_CLEANUP_MS = (workerData as { indexCleanupMs?: number }).indexCleanupMs ?? 10 * 60_000;
+/**
+ * How old a table's oldest unfrozen transaction id may grow, in transactions, before the table
+ * is frozen: PostgreSQL's `autovacuum_freeze_max_age` (200 million), and 400 million for
+ * multixact ids (`autovacuum_multixact_freeze_max_age`). Transaction ids are 32 bits and
+ * compared modulo 2^31; a row whose id falls more than 2^31 transactions behind the current one
+ * reads as written in the future, and vanishes. PostgreSQL under a postmaster refuses new
+ * transactions before that happens; in single-user mode, as PGlite runs it, it only warns, so
+ * rows would be lost. The launcher prevents it by freezing old rows (their ids replaced by a
+ * frozen mark, read as older than any), table by table, catalogs included: a table that
+ * nothing else vacuums (one written once, like `schema_migrations`, or an insert-only table once
+ * its inserts stop) is frozen once its age crosses this. `VACUUM (FREEZE)` freezes every row of the table rather than only
+ * those older than 50 million transactions (`vacuum_freeze_min_age`): the same pass over its
+ * pages, once per 200 million transactions (PostgreSQL docs, "Preventing Transaction ID
+ * Wraparound Failures").
+ */
+const FREEZE_MAX_AGE = (workerData as { freezeMaxAge?: number }).freezeMaxAge ?? 200_000_000;
+const MULTIXACT_FREEZE_MAX_AGE = 2 * FREEZE_MAX_AGE;
 const indexesCleaned = new Map<string, number>();
 let closing = false;
 async function autovacuum(): Promise<void> {
-  const tables = (await inTurn(() => script<{ relname: string; live: number; dead: number; modified: number }>(
-    'SELECT relname, n_live_tup AS live, n_dead_tup AS dead, n_mod_since_analyze AS modified FROM pg_stat_user_tables'))).rows;
+  const tables = (await inTurn(() => script<{ relname: string; live: number; dead: number; inserted: number; modified: number }>(
+    'SELECT relname, n_live_tup AS live, n_dead_tup AS dead, n_ins_since_vacuum AS inserted, n_mod_since_analyze AS modified FROM pg_stat_user_tables'))).rows;
   for (const t of tables) {
     if (closing) return;
     const name = `"${t.relname.replaceAll('"', '""')}"`;
-    const vacuum = Number(t.dead) > 50 + 0.2 * Number(t.live);
+    // Inserts count since PostgreSQL 13: an insert-only table is vacuumed too, so that its pages
+    // are marked all-visible (and its rows frozen early) rather than all at once when it is old.
+    const vacuum = Number(t.dead) > 50 + 0.2 * Number(t.live) || Number(t.inserted) > 1000 + 0.2 * Number(t.live);
     if (vacuum) {
       const cleaned = indexesCleaned.get(t.relname);
       const full = cleaned === undefined || Date.now() - cleaned >= INDEX_CLEANUP_MS;
@@ -205,11 +225,23 @@ async function autovacuum(): Promise<void> {
       await inTurn(() => script(`SET default_statistics_target = ${STATISTICS_TARGET}; ANALYZE ${name}; RESET default_statistics_target`));
     }
   }
+  const old = (await inTurn(() => script<{ name: string }>(
+    `SELECT c.oid::regclass::text AS name FROM pg_class c WHERE c.relkind IN ('r', 'm')
+       AND (age(c.relfrozenxid) > ${FREEZE_MAX_AGE} OR mxid_age(c.relminmxid) > ${MULTIXACT_FREEZE_MAX_AGE})
+     ORDER BY age(c.relfrozenxid) DESC`))).rows;
+  for (const t of old) {
+    if (closing) return;
+    await inTurn(() => script(`VACUUM (FREEZE) ${t.name}`));
+  }
 }
+/** One pass at a time: a pass longer than `NAPTIME_MS` (a large table frozen) is not joined by the next. */
+let maintaining = false;
 const maintenance = setInterval(() => {
+  if (maintaining) return;
+  maintaining = true;
   void autovacuum().catch((err: unknown) => {
     if (!closing) port.postMessage({ warning: `embedded store maintenance (VACUUM/ANALYZE) failed: ${plain(err).message}` } satisfies EmbeddedWarning);
-  });
+  }).finally(() => { maintaining = false; });
 }, NAPTIME_MS);
 maintenance.unref();
 

@@ -101,6 +101,43 @@ test('the store\'s vacuums read the indexes whole only every `indexCleanupMs`: b
   }
 });
 
+test('an insert-only table is vacuumed too, once its inserts since the last vacuum pass 1,000 and a fifth of the table, as autovacuum does since PostgreSQL 13', async () => {
+  const db = await openEmbedded(undefined, { maintenanceMs: 100, ...fast() });
+  try {
+    await db.exec('CREATE TABLE i (id integer PRIMARY KEY)');
+    // No update nor delete: no dead row, which alone used to decide a vacuum.
+    await db.query('INSERT INTO i SELECT g FROM generate_series(1, 1500) g');
+    await eventually(async () => {
+      const [s] = await db.query<{ vacuums: number; dead: number }>("SELECT vacuum_count::int AS vacuums, n_dead_tup::int AS dead FROM pg_stat_user_tables WHERE relname = 'i'");
+      return s && s.vacuums >= 1 ? s : undefined;
+    }, 10_000, 'a vacuum of the insert-only table');
+  } finally {
+    await db.close();
+  }
+});
+
+test('tables whose oldest transaction id grows old are frozen, catalogs and tables nothing else vacuums included: no row outlives transaction-id wraparound', async () => {
+  // PGlite runs PostgreSQL in single-user mode, which does not stop before wraparound; the store
+  // freezes at 200 million transactions, here at 20.
+  const db = await openEmbedded(undefined, { maintenanceMs: 100, freezeMaxAge: 20, ...fast() });
+  try {
+    await db.exec('CREATE TABLE f (id integer PRIMARY KEY)');
+    await db.query('INSERT INTO f VALUES (1)');
+    // Transactions go by, none of them touching f: each txid_current() outside a transaction takes an id.
+    for (let i = 0; i < 40; i++) await db.query('SELECT txid_current()');
+    const ages = () => db.query<{ relname: string; age: number }>(
+      "SELECT relname, age(relfrozenxid)::int AS age FROM pg_class WHERE relkind IN ('r', 'm') ORDER BY age(relfrozenxid) DESC");
+    const frozen = await eventually(async () => {
+      const all = await ages();
+      return all.every((t) => t.age <= 20) ? all : undefined;
+    }, 15_000, 'every table frozen');
+    assert.ok(frozen.some((t) => t.relname === 'f') && frozen.some((t) => t.relname === 'pg_class'), 'the table and the catalogs are among them');
+    assert.deepEqual(await db.query('SELECT id FROM f'), [{ id: 1 }]);
+  } finally {
+    await db.close();
+  }
+});
+
 test('a prepared statement with LIMIT and OFFSET parameters keeps its generic plan: not planned again at every run', async () => {
   const db = await openEmbedded(undefined, fast());
   try {
