@@ -27,6 +27,8 @@ export interface EmbeddedOptions {
   indexCleanupMs?: number;
   /** The age, in transactions, at which a table is frozen (embedded-worker.ts, `FREEZE_MAX_AGE`); tests lower it. */
   freezeMaxAge?: number;
+  /** How often the thread makes a checkpoint when the store has written (embedded-worker.ts, `CHECKPOINT_MS`). */
+  checkpointMs?: number;
   /**
    * A tarball of a data directory (`dump()` of another store) to start from instead of an empty
    * cluster: initdb is the dearest part of opening a new store, and a migrated template spares
@@ -73,7 +75,7 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
    * crash; an in-memory store has nothing to start again from, and stays unavailable.
    */
   function start(template: string | undefined): Worker {
-    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, indexCleanupMs: options.indexCleanupMs, freezeMaxAge: options.freezeMaxAge, template, compiled };
+    const workerData = { dataDir: dataDir === undefined ? undefined : `${dataDir}/pg`, maintenanceMs: options.maintenanceMs, indexCleanupMs: options.indexCleanupMs, freezeMaxAge: options.freezeMaxAge, checkpointMs: options.checkpointMs, template, compiled };
     const thread = fromSource
       ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData })
       : new Worker(file, { workerData });

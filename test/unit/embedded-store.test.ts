@@ -138,6 +138,24 @@ test('tables whose oldest transaction id grows old are frozen, catalogs and tabl
   }
 });
 
+test('the store makes a checkpoint every `checkpointMs` once it has written, as PostgreSQL\'s checkpointer would: after a crash only the log written since is replayed', async () => {
+  // A single-user PostgreSQL has no checkpointer: without this, the next checkpoint would come
+  // with 1 GB of log, or at a clean shutdown.
+  const db = await openEmbedded(undefined, { maintenanceMs: 100, checkpointMs: 200, ...fast() });
+  try {
+    await db.exec('CREATE TABLE c (id integer PRIMARY KEY)');
+    await db.query('INSERT INTO c VALUES (1)');
+    const [written] = await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+    assert.ok(written);
+    await eventually(async () => {
+      const [c] = await db.query<{ after: boolean }>('SELECT redo_lsn >= $1::pg_lsn AS after FROM pg_control_checkpoint()', [written.lsn]);
+      return c?.after ? true : undefined;
+    }, 10_000, 'a checkpoint after the write');
+  } finally {
+    await db.close();
+  }
+});
+
 test('a prepared statement with LIMIT and OFFSET parameters keeps its generic plan: not planned again at every run', async () => {
   const db = await openEmbedded(undefined, fast());
   try {
