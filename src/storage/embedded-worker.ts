@@ -246,24 +246,30 @@ async function autovacuum(): Promise<void> {
     if (closing) return;
     await inTurn(() => script(`VACUUM (FREEZE) ${t.name}`));
   }
-  if (Date.now() - checkpointed.at >= CHECKPOINT_MS && !closing) {
-    const [now] = (await inTurn(() => script<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))).rows;
-    if (now && now.lsn !== checkpointed.lsn) {
-      await inTurn(() => script('CHECKPOINT'));
-      checkpointed = { at: Date.now(), lsn: (await inTurn(() => script<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))).rows[0]?.lsn ?? '' };
-    } else {
-      checkpointed = { ...checkpointed, at: Date.now() };
-    }
+}
+const walPosition = async (): Promise<string> => (await inTurn(() => script<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))).rows[0]?.lsn ?? '';
+async function checkpoint(): Promise<void> {
+  if (Date.now() - checkpointed.at < CHECKPOINT_MS || closing) return;
+  if ((await walPosition()) === checkpointed.lsn) {
+    checkpointed = { ...checkpointed, at: Date.now() };
+    return;
   }
+  await inTurn(() => script('CHECKPOINT'));
+  // The checkpoint writes a record of its own: the position after it is "nothing written since".
+  checkpointed = { at: Date.now(), lsn: await walPosition() };
 }
 /** One pass at a time: a pass longer than `NAPTIME_MS` (a large table frozen) is not joined by the next. */
 let maintaining = false;
+const warnOf = (what: string) => (err: unknown) => {
+  if (!closing) port.postMessage({ warning: `embedded store maintenance (${what}) failed: ${plain(err).message}` } satisfies EmbeddedWarning);
+};
 const maintenance = setInterval(() => {
   if (maintaining) return;
   maintaining = true;
-  void autovacuum().catch((err: unknown) => {
-    if (!closing) port.postMessage({ warning: `embedded store maintenance (VACUUM/ANALYZE) failed: ${plain(err).message}` } satisfies EmbeddedWarning);
-  }).finally(() => { maintaining = false; });
+  // Each step on its own: a vacuum that keeps failing must not keep the checkpoints from being made.
+  void autovacuum().catch(warnOf('VACUUM/ANALYZE'))
+    .then(() => checkpoint()).catch(warnOf('CHECKPOINT'))
+    .finally(() => { maintaining = false; });
 }, NAPTIME_MS);
 maintenance.unref();
 
