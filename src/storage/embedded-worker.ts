@@ -198,10 +198,10 @@ const INDEX_CLEANUP_MS = (workerData as { indexCleanupMs?: number }).indexCleanu
  * rows would be lost. The launcher prevents it by freezing old rows (their ids replaced by a
  * frozen mark, read as older than any), table by table, catalogs included: a table that
  * nothing else vacuums (one written once, like `schema_migrations`, or an insert-only table once
- * its inserts stop) is frozen once its age crosses this. `VACUUM (FREEZE)` freezes every row of the table rather than only
- * those older than 50 million transactions (`vacuum_freeze_min_age`): the same pass over its
- * pages, once per 200 million transactions (PostgreSQL docs, "Preventing Transaction ID
- * Wraparound Failures").
+ * its inserts stop) is frozen once its age crosses this. `VACUUM (FREEZE)` freezes every row of
+ * the table rather than only those older than 50 million transactions (`vacuum_freeze_min_age`):
+ * the same pass over its pages, once per 200 million transactions (PostgreSQL docs, "Preventing
+ * Transaction ID Wraparound Failures").
  */
 const FREEZE_MAX_AGE = (workerData as { freezeMaxAge?: number }).freezeMaxAge ?? 200_000_000;
 const MULTIXACT_FREEZE_MAX_AGE = 2 * FREEZE_MAX_AGE;
@@ -226,7 +226,7 @@ async function autovacuum(): Promise<void> {
     if (closing) return;
     const name = `"${t.relname.replaceAll('"', '""')}"`;
     // Inserts count since PostgreSQL 13: an insert-only table is vacuumed too, so that its pages
-    // are marked all-visible (and its rows frozen early) rather than all at once when it is old.
+    // are marked all-visible as it grows.
     const vacuum = Number(t.dead) > 50 + 0.2 * Number(t.live) || Number(t.inserted) > 1000 + 0.2 * Number(t.live);
     if (vacuum) {
       const cleaned = indexesCleaned.get(t.relname);
