@@ -11,6 +11,11 @@
 //   {kind:'expect', modules, check?}           → {kind:'expecting'}: starts a round
 //   {kind:'connect', hello}                    → {kind:'connected', ok, failed, codes, lastConnackAt, lastReadyAt}
 //   {kind:'disconnect'}                        → {kind:'disconnected'}
+//   {kind:'forgetful', on}                     → {kind:'forgetting'}: while on, a config/set is
+//                                                counted (`missed`) and acknowledged but not kept:
+//                                                the device goes on reporting the hash it held
+//   {kind:'forget-lost'}                       → {kind:'forgot', lost}: the count so far, then 0
+//                                                (after a server was stopped on purpose)
 //   {kind:'report'}                            → {kind:'report', ...Report}
 //   {kind:'stop'}                              exits
 // and unasked {kind:'round-done'} once every device of this worker has done the round.
@@ -37,6 +42,8 @@ export interface Report {
   stray: number;
   /** Connections closed by the other side. */
   lost: number;
+  /** config/set messages acknowledged and not kept while forgetful (since it was last turned on). */
+  missed: number;
   firstSetAt: number;
   lastAckAt: number;
   /** When each device that is done sent its last acknowledgement of the round (ms since the epoch). */
@@ -63,13 +70,19 @@ let devices: Device[] = [];
 let round: (Expect & { pending: number; firstSetAt: number; lastAckAt: number; sets: number; wrong: number }) | null = null;
 let stray = 0;
 let lost = 0;
+let forgetful = false;
+let missed = 0;
 const send = (m: object) => process.send?.(m);
 
 function onSet(d: Device, payload: Buffer): void {
   const now = Date.now();
   const m = JSON.parse(payload.toString('utf8')) as { id: string; module: string; value: Record<string, unknown>; hash: string };
-  d.held.set(m.module, m.hash);
   d.conn?.publish(d.topics.ack, JSON.stringify({ id: m.id, status: 0 }));
+  if (forgetful) {
+    missed++;
+    return;
+  }
+  d.held.set(m.module, m.hash);
   if (!round) {
     stray++;
     return;
@@ -132,7 +145,7 @@ function report(): Report {
   const done = devices.filter((d) => d.done);
   return {
     devices: devices.length, done: done.length, sets: round?.sets ?? 0, extra: devices.filter((d) => d.extra).length, wrong: round?.wrong ?? 0,
-    stray, lost, firstSetAt: round?.firstSetAt ?? 0, lastAckAt: round?.lastAckAt ?? 0,
+    stray, lost, missed, firstSetAt: round?.firstSetAt ?? 0, lastAckAt: round?.lastAckAt ?? 0,
     ackTimes: done.map((d) => d.ackAt), notDone: devices.filter((d) => !d.done).slice(0, 5).map((d) => d.id),
   };
 }
@@ -173,6 +186,16 @@ process.on('message', (m: { kind: string } & Partial<Setup & Expect & { hello: b
         await d.conn?.end();
         d.conn = null;
       })).then(() => send({ kind: 'disconnected' }), fail);
+    }
+    case 'forgetful': {
+      forgetful = (m as { on?: boolean }).on === true;
+      if (forgetful) missed = 0;
+      return send({ kind: 'forgetting' });
+    }
+    case 'forget-lost': {
+      const was = lost;
+      lost = 0;
+      return send({ kind: 'forgot', lost: was });
     }
     case 'report': return send({ kind: 'report', ...report() });
     case 'stop': {

@@ -11,6 +11,7 @@
 //   npm run bench:config -- --devices 5000 --rounds 5 --storm-rounds 2
 //   npm run bench:config -- --probe                   also a CPU profile and the storage statements of every Skyport phase
 //   npm run bench:config -- --no-node-floor           without the Node.js floor
+//   npm run bench:config -- --restart-rounds 0        without the restart storms
 //
 // Processes: Skyport (its own process, compiled, as an operator starts it), the devices (worker
 // processes, bench/config-devices.ts, raw sockets), and this one (the API calls, the baseline's
@@ -27,16 +28,19 @@ import { startCommandChild } from './command-child.js';
 import type { Expect, Report } from './config-devices.js';
 import { problemsOf, roundDone, startFleet } from './config-fleet.js';
 import {
-  DEFAULT_ADMIN_URL, ROOT, api, commandLine, buildSkyport, cpuSeconds, gitCommit, onCleanup, option, percentile, round2, runBenchmark, sleep, startSkyport, stopChild,
+  DEFAULT_ADMIN_URL, ROOT, accepting, api, commandLine, buildSkyport, cpuSeconds, gitCommit, onCleanup, option, percentile, round2, runBenchmark, sleep, startSkyport, stopChild,
+  threadCpuSeconds, threadSplit,
   userWithProduct, type Skyport, type Store,
 } from './harness.js';
 import { attachProbe, type PhaseProbe } from './probe.js';
 
-const USAGE = 'usage: npm run bench:config -- [--quick] [--devices 10000] [--store embedded|postgres|both] [--rounds 3] [--storm-rounds 2] [--per-worker 5000] [--in-flight 100] [--timeout 300] [--probe] [--no-node-floor] [--from build|source] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL]';
+const USAGE = 'usage: npm run bench:config -- [--quick] [--devices 10000] [--store embedded|postgres|both] [--rounds 3] [--storm-rounds 2] [--restart-rounds 2] [--per-worker 5000] [--in-flight 100] [--timeout 300] [--probe] [--no-node-floor] [--from build|source] [--mosquitto mqtt://127.0.0.1:1883] [--pg-admin-url URL]';
 const { args, quick, stores } = commandLine(USAGE, 'embedded');
 const DEVICES = Number(option(args, 'devices') ?? (quick ? 1000 : 10_000));
 const ROUNDS = Number(option(args, 'rounds') ?? (quick ? 1 : 3));
 const STORM_ROUNDS = Number(option(args, 'storm-rounds') ?? (quick ? 1 : 2));
+/** Restarts of Skyport under its connected fleet: the odd ones by SIGTERM (a deploy), the even ones by SIGKILL (a crash). */
+const RESTART_ROUNDS = Number(option(args, 'restart-rounds') ?? 2);
 /** Sockets per device worker: a worker is one process, and its fds count against its own limit. */
 const PER_WORKER = Number(option(args, 'per-worker') ?? 5000);
 /**
@@ -56,7 +60,9 @@ const ADMIN = option(args, 'pg-admin-url') ?? DEFAULT_ADMIN_URL;
 for (const [n, v] of Object.entries({ devices: DEVICES, rounds: ROUNDS, 'per-worker': PER_WORKER, 'in-flight': IN_FLIGHT, timeout: TIMEOUT_MS })) {
   if (!Number.isInteger(v) || v < 1) throw new Error(`--${n} must be a whole number above 0\n${USAGE}`);
 }
-if (!Number.isInteger(STORM_ROUNDS) || STORM_ROUNDS < 0) throw new Error(`--storm-rounds must be a whole number\n${USAGE}`);
+for (const [n, v] of Object.entries({ 'storm-rounds': STORM_ROUNDS, 'restart-rounds': RESTART_ROUNDS })) {
+  if (!Number.isInteger(v) || v < 0) throw new Error(`--${n} must be a whole number\n${USAGE}`);
+}
 
 /** The goal: a fleet change acknowledged by all 10,000 devices within 5 s. */
 const GOAL_MS = 5000;
@@ -67,7 +73,7 @@ const BULK = 10_000; // POST /v1/products/:p/device_identities takes at most 10,
 const MODULE = 'rgb';
 const VALUES = ['off', 'tracker'];
 
-type Scenario = 'initial sync' | 'fleet change' | 'reconnect storm';
+type Scenario = 'initial sync' | 'fleet change' | 'reconnect storm' | 'restart storm';
 interface Row {
   scenario: Scenario;
   side: 'skyport' | 'baseline' | 'floor';
@@ -83,6 +89,12 @@ interface Row {
   firstSetMs: number;
   /** Reconnect storm: until every device was connected, subscribed and had sent its hello. */
   connectedMs?: number;
+  /** Restart storm: how the server was stopped. */
+  signal?: 'SIGTERM' | 'SIGKILL';
+  /** Restart storm: from the signal until the restarted server accepted HTTP and MQTT connections. */
+  restartMs?: number;
+  /** Restart storm: of that, from the restarted server's spawn. */
+  startMs?: number;
   /** Skyport fleet change: until the PUT answered. */
   putMs?: number;
   /** Skyport: until the API showed no pending module for every sampled device. */
@@ -91,6 +103,8 @@ interface Row {
   acksReceivedMs?: number;
   /** CPU seconds over the round (server: Skyport or Mosquitto). */
   serverCpuS: number | null;
+  /** Skyport: the same by thread: main, the busiest other (the embedded store's), the rest (V8's compiler and GC helpers, libuv's pool). */
+  serverThreadsCpuS?: { main: number; busiest: number; rest: number };
   postgresCpuS?: number;
   devicesCpuS: number;
   sets: number;
@@ -104,21 +118,22 @@ let valueIndex = 0;
 const nextValue = () => VALUES[valueIndex++ % VALUES.length] as string;
 const check = (value: string): Expect['check'] => ({ module: MODULE, key: 'type', value });
 
-function rowOf(base: Pick<Row, 'scenario' | 'side' | 'store' | 'round' | 'modules'>, t0: number, r: Report, cpu: { server: number | null; devices: number; postgres?: number }): Row {
+function rowOf(base: Pick<Row, 'scenario' | 'side' | 'store' | 'round' | 'modules'>, t0: number, r: Report, cpu: { server: number | null; threads?: Row['serverThreadsCpuS']; devices: number; postgres?: number }): Row {
   const latencies = r.ackTimes.map((t) => t - t0).sort((a, b) => a - b);
   const problems = problemsOf(r);
   return {
     ...base, devices: r.devices, ms: r.lastAckAt - t0, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), firstSetMs: r.firstSetAt - t0,
-    serverCpuS: cpu.server === null ? null : round2(cpu.server), ...(cpu.postgres !== undefined ? { postgresCpuS: round2(cpu.postgres) } : {}),
+    serverCpuS: cpu.server === null ? null : round2(cpu.server), ...(cpu.threads ? { serverThreadsCpuS: cpu.threads } : {}), ...(cpu.postgres !== undefined ? { postgresCpuS: round2(cpu.postgres) } : {}),
     devicesCpuS: round2(cpu.devices), sets: r.sets, problems,
   };
 }
 
 function print(row: Row): void {
   const extra = [
+    row.restartMs !== undefined ? `stopped by ${row.signal} and serving again after ${row.restartMs} ms (${row.startMs} ms from its spawn)` : '',
     row.putMs !== undefined ? `PUT answered ${row.putMs} ms` : '', row.connectedMs !== undefined ? `all connected ${row.connectedMs} ms` : '',
     row.apiInSyncMs !== undefined ? `API in sync ${row.apiInSyncMs} ms` : '', row.acksReceivedMs !== undefined ? `acks at publisher ${row.acksReceivedMs} ms` : '',
-    `server CPU ${row.serverCpuS ?? '-'} s`, row.postgresCpuS !== undefined ? `PostgreSQL CPU ${row.postgresCpuS} s` : '',
+    `server CPU ${row.serverCpuS ?? '-'} s${row.serverThreadsCpuS ? ` (main ${row.serverThreadsCpuS.main}, busiest other ${row.serverThreadsCpuS.busiest}, rest ${row.serverThreadsCpuS.rest})` : ''}`, row.postgresCpuS !== undefined ? `PostgreSQL CPU ${row.postgresCpuS} s` : '',
   ].filter(Boolean).join(', ');
   console.log(`  ${row.scenario} #${row.round}: ${row.devices} devices × ${row.modules} module(s) in ${row.ms} ms (p50 ${row.p50Ms}, p99 ${row.p99Ms}, first set ${row.firstSetMs} ms; ${extra})${row.problems.length ? `  PROBLEMS: ${row.problems.join('; ')}` : ''}`);
   rows.push(row);
@@ -265,14 +280,28 @@ async function apiInSync(url: string, productId: number, token: string, sample: 
   return Date.now() - t0;
 }
 
+/** Until `ready` says yes, at most `ms`, or fails naming `what`. */
+async function until(what: string, ms: number, ready: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms / 1000} s`);
+    await sleep(50);
+  }
+}
+
 async function skyportRun(store: Store, build: string | undefined): Promise<void> {
-  const sky: Skyport = await startSkyport(store, {
+  const startOpts = {
     adminUrl: ADMIN, ...(build ? { build } : {}),
     ...(PROBE ? { nodeArgs: ['--inspect=127.0.0.1:0', '--import', join(ROOT, 'bench', 'count-queries.mjs')] } : {}),
-  });
-  const probe = PROBE && sky.inspectorUrl ? await attachProbe(sky.inspectorUrl) : undefined;
-  if (PROBE && !probe) throw new Error('--probe: the server printed no inspector address');
-  if (probe) onCleanup(() => probe.close());
+  };
+  let sky: Skyport = await startSkyport(store, startOpts);
+  const attach = async () => {
+    const p = PROBE && sky.inspectorUrl ? await attachProbe(sky.inspectorUrl) : undefined;
+    if (PROBE && !p) throw new Error('--probe: the server printed no inspector address');
+    if (p) onCleanup(() => p.close());
+    return p;
+  };
+  let probe = await attach();
   const { token, productId } = await userWithProduct(sky.url, 'configuration fan-out');
   const identities: Array<{ id: string; secret: string }> = [];
   while (identities.length < DEVICES) {
@@ -290,11 +319,12 @@ async function skyportRun(store: Store, build: string | undefined): Promise<void
   const pgCpu = await postgresCpu(sky.databaseUrl);
   const measure = async () => {
     const server = cpuSeconds(sky.pid);
+    const threads = threadCpuSeconds(sky.pid);
     const devices = fleet.cpu();
     const pgSince = pgCpu ? await pgCpu() : undefined;
     await probe?.start();
     return async (phase: string) => ({
-      server: server === null ? null : (cpuSeconds(sky.pid) ?? 0) - server, devices: fleet.cpu() - devices,
+      server: server === null ? null : (cpuSeconds(sky.pid) ?? 0) - server, threads: threadSplit(sky.pid, threads), devices: fleet.cpu() - devices,
       ...(pgSince ? { postgres: await pgSince() } : {}),
       probe: probe ? await probe.stop(join(ROOT, 'bench', 'results', `config-fanout-${store}-${DEVICES}-${phase}-${Date.now()}.cpuprofile`)) : undefined,
     });
@@ -345,6 +375,43 @@ async function skyportRun(store: Store, build: string | undefined): Promise<void
     print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });
   }
 
+  // Restart storms: the fleet is connected and in sync when the server stops, by SIGTERM as a
+  // deploy stops it or by SIGKILL as a crash does. A fleet change is made just before, which every
+  // device acknowledges without keeping it (`forgetful`): each reconnects reporting the old hash,
+  // so the restarted server, its caches empty and its code not yet optimised, has one module to
+  // send to all, as after a change made while they were away.
+  for (let round = 1; round <= RESTART_ROUNDS; round++) {
+    const signal = round % 2 === 1 ? 'SIGTERM' : 'SIGKILL';
+    const value = nextValue();
+    await fleet.forgetful(true);
+    await api(`${sky.url}/v1/products/${productId}/config`, { method: 'PUT', token, json: { [MODULE]: { type: value } } });
+    await until('every device acknowledging the change it forgets', 60_000, async () => (await fleet.report()).missed >= DEVICES);
+    probe?.close();
+    const exited = new Promise<void>((resolve) => sky.child.once('exit', () => resolve()));
+    const tStop = Date.now();
+    sky.child.kill(signal);
+    await exited;
+    await until('every device seeing its connection closed', 60_000, async () => (await fleet.report()).lost >= DEVICES);
+    const lost = await fleet.forgetLost();
+    if (lost !== DEVICES) throw new Error(`${lost} connections were lost when Skyport stopped, expected ${DEVICES}`);
+    const tStart = Date.now();
+    sky = await startSkyport(store, { ...startOpts, reuse: sky, samePorts: true });
+    await accepting(sky.mqttPort);
+    const restartMs = Date.now() - tStop;
+    const startMs = Date.now() - tStart;
+    probe = await attach();
+    await fleet.forgetful(false);
+    const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
+    const stop = await measure();
+    const t0 = Date.now();
+    const connected = await fleet.connect(true);
+    if (connected.ok !== DEVICES) throw new Error(`${connected.ok} of ${DEVICES} devices reconnected to the restarted Skyport (${JSON.stringify(connected.codes)})`);
+    const r = await roundDone(fleet, done, `restart storm (${signal})`, t0, TIMEOUT_MS);
+    const cpu = await stop(`restart-${round}`);
+    const row = withProbe({ ...rowOf({ scenario: 'restart storm', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0, signal, restartMs, startMs }, cpu.probe);
+    print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });
+  }
+
   await fleet.stop();
   probe?.close();
   await stopChild(sky.child, 30_000);
@@ -374,8 +441,15 @@ function summary(): { lines: string[]; goals: Array<{ goal: string; store: Store
       const b = median(near.map((r) => r.ms));
       const floor = rows.filter((r) => r.side === 'floor' && r.scenario === scenario);
       const f = floor.length > 0 ? median(floor.map((r) => r.ms)) : undefined;
-      lines.push(`| ${scenario} | ${store} | ${DEVICES} | ${s} (${sky.map((r) => r.ms).join(', ')}) | ${median(sky.map((r) => r.p99Ms))} | ${b} (${near.map((r) => r.ms).join(', ')}) | ${round2(s / b)} | ${f === undefined ? '-' : `${f} (${floor.map((r) => r.ms).join(', ')})`} | ${f === undefined ? '-' : round2(s / f)} | ${median(sky.map((r) => r.serverCpuS ?? NaN))} |`);
+      const against = (label: string, of: Row[], ms: number) => `| ${label} | ${store} | ${DEVICES} | ${ms} (${of.map((r) => r.ms).join(', ')}) | ${median(of.map((r) => r.p99Ms))} | ${b} (${near.map((r) => r.ms).join(', ')}) | ${round2(ms / b)} | ${f === undefined ? '-' : `${f} (${floor.map((r) => r.ms).join(', ')})`} | ${f === undefined ? '-' : round2(ms / f)} | ${median(of.map((r) => r.serverCpuS ?? NaN))} |`;
+      lines.push(against(scenario, sky, s));
       if (scenario === 'fleet change') goals.push({ goal: `fleet change acknowledged by all ${DEVICES} devices within ${GOAL_MS / 1000} s`, store, met: sky.every((r) => r.ms <= GOAL_MS), value: `${sky.map((r) => r.ms).join(', ')} ms` });
+      // A restart storm is the same work for the devices as a reconnect storm: the same baselines.
+      if (scenario === 'reconnect storm') {
+        for (const r of rows.filter((x) => x.side === 'skyport' && x.store === store && x.scenario === 'restart storm')) {
+          lines.push(against(`restart storm, ${r.signal} (serving again ${r.restartMs} ms after it)`, [r], r.ms));
+        }
+      }
     }
     const init = rows.find((r) => r.side === 'skyport' && r.store === store && r.scenario === 'initial sync');
     if (init) lines.push(`| initial sync (${init.modules} modules each) | ${store} | ${DEVICES} | ${init.ms} | ${init.p99Ms} | - | - | - | - | ${init.serverCpuS ?? '-'} |`);
@@ -387,7 +461,7 @@ async function main(): Promise<void> {
   const date = new Date().toISOString();
   const load0 = loadavg();
   mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
-  console.log(`Configuration fan-out benchmark: ${DEVICES} devices; stores ${stores.join(', ')}; ${ROUNDS} fleet change(s) and ${STORM_ROUNDS} reconnect storm(s) per side; ${Math.ceil(DEVICES / PER_WORKER)} device worker(s), ${IN_FLIGHT} connects in flight in all; ${cpus().length} cores, load average ${load0.map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`Configuration fan-out benchmark: ${DEVICES} devices; stores ${stores.join(', ')}; ${ROUNDS} fleet change(s) and ${STORM_ROUNDS} reconnect storm(s) per side, ${RESTART_ROUNDS} restart storm(s) per store; ${Math.ceil(DEVICES / PER_WORKER)} device worker(s), ${IN_FLIGHT} connects in flight in all; ${cpus().length} cores, load average ${load0.map((l) => l.toFixed(2)).join(' ')}`);
   const build = FROM === 'build' ? buildSkyport() : undefined;
 
   await baselineRun();
@@ -414,7 +488,7 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify({
     date, command: ['npm run bench:config', ...(args.length ? ['--', ...args] : [])].join(' '), commit,
     machine: { cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadAverageBefore: load0, loadAverageAfter: load1 },
-    options: { devices: DEVICES, stores, nodeFloor: NODE_FLOOR, rounds: ROUNDS, stormRounds: STORM_ROUNDS, perWorker: PER_WORKER, inFlight: IN_FLIGHT, timeoutMs: TIMEOUT_MS, probe: PROBE, from: FROM, mosquitto: MOSQUITTO.toString(), module: MODULE },
+    options: { devices: DEVICES, stores, nodeFloor: NODE_FLOOR, rounds: ROUNDS, stormRounds: STORM_ROUNDS, restartRounds: RESTART_ROUNDS, perWorker: PER_WORKER, inFlight: IN_FLIGHT, timeoutMs: TIMEOUT_MS, probe: PROBE, from: FROM, mosquitto: MOSQUITTO.toString(), module: MODULE },
     summary: lines, goals, rows,
   }, null, 2)}\n`);
   console.log(`\nresults: ${file}`);

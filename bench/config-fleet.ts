@@ -11,6 +11,10 @@ export interface Fleet {
   /** Connects every device that is not connected; with `hello`, each reports its hashes. */
   connect(hello: boolean): Promise<Connected>;
   disconnect(): Promise<void>;
+  /** While on, every device acknowledges the config/set messages it gets but keeps its old hashes (counted in the report's `missed`). */
+  forgetful(on: boolean): Promise<void>;
+  /** The connections lost so far, all workers; the count starts again from 0. */
+  forgetLost(): Promise<number>;
   report(): Promise<Report>;
   /** CPU seconds of the worker processes so far. */
   cpu(): number;
@@ -80,12 +84,18 @@ export async function startFleet(setup: Omit<Setup, 'devices'>, devices: Setup['
     async disconnect() {
       await all({ kind: 'disconnect' }, 'disconnected', 120_000);
     },
+    async forgetful(on) {
+      await all({ kind: 'forgetful', on }, 'forgetting', 10_000);
+    },
+    async forgetLost() {
+      return (await all<{ lost: number }>({ kind: 'forget-lost' }, 'forgot', 10_000)).reduce((a, p) => a + p.lost, 0);
+    },
     async report() {
       const parts = await all<Report>({ kind: 'report' }, 'report', 30_000);
-      const sum = (k: 'devices' | 'done' | 'sets' | 'extra' | 'wrong' | 'stray' | 'lost') => parts.reduce((a, p) => a + p[k], 0);
+      const sum = (k: 'devices' | 'done' | 'sets' | 'extra' | 'wrong' | 'stray' | 'lost' | 'missed') => parts.reduce((a, p) => a + p[k], 0);
       const firsts = parts.map((p) => p.firstSetAt).filter((t) => t > 0);
       return {
-        devices: sum('devices'), done: sum('done'), sets: sum('sets'), extra: sum('extra'), wrong: sum('wrong'), stray: sum('stray'), lost: sum('lost'),
+        devices: sum('devices'), done: sum('done'), sets: sum('sets'), extra: sum('extra'), wrong: sum('wrong'), stray: sum('stray'), lost: sum('lost'), missed: sum('missed'),
         firstSetAt: firsts.length ? Math.min(...firsts) : 0, lastAckAt: Math.max(...parts.map((p) => p.lastAckAt)),
         ackTimes: parts.flatMap((p) => p.ackTimes), notDone: parts.flatMap((p) => p.notDone).slice(0, 5),
       };

@@ -3,7 +3,7 @@
 // an operator starts it, a PostgreSQL database of its own, and readings from /proc.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, createWriteStream, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { closeSync, createWriteStream, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -235,7 +235,7 @@ export interface Skyport { name: string; url: string; mqttHost: string; mqttPort
  * instead of the sources through tsx. `databaseUrl` puts it on an existing database (the nodes of
  * a cluster share one); `name` names it in messages.
  */
-export async function startSkyport(store: Store, opts: { adminUrl?: string; openFiles?: number; nodeArgs?: string[]; env?: Record<string, string>; limits?: 'off' | 'default'; reuse?: Skyport; build?: string; databaseUrl?: string; name?: string } = {}): Promise<Skyport> {
+export async function startSkyport(store: Store, opts: { adminUrl?: string; openFiles?: number; nodeArgs?: string[]; env?: Record<string, string>; limits?: 'off' | 'default'; reuse?: Skyport; build?: string; databaseUrl?: string; name?: string; samePorts?: boolean } = {}): Promise<Skyport> {
   // LOG_LEVEL as shipped (info: a line per request), written to a file as an operator keeps it.
   const env: Record<string, string> = { ...cleanEnv(), ...(opts.limits === 'default' ? {} : LIMITS_OFF), ...opts.env };
   let dataDir = opts.reuse?.dataDir;
@@ -246,9 +246,10 @@ export async function startSkyport(store: Store, opts: { adminUrl?: string; open
   }
   env.DATA_DIR = dataDir;
   if (store === 'postgres') env.DATABASE_URL = opts.databaseUrl ?? opts.reuse?.databaseUrl ?? await createDatabase(opts.adminUrl ?? DEFAULT_ADMIN_URL, 'skyport_bench');
-  const port = await freePort();
-  // The gateway gets a free port too: 1883 is taken on a machine that runs a broker.
-  const mqttPort = await freePort();
+  // The gateway gets a free port too: 1883 is taken on a machine that runs a broker. A restarted
+  // server (`samePorts`) listens where the one it replaces did, as after an operator's restart.
+  const port = opts.samePorts && opts.reuse ? Number(new URL(opts.reuse.url).port) : await freePort();
+  const mqttPort = opts.samePorts && opts.reuse ? opts.reuse.mqttPort : await freePort();
   const nodeArgs = [...(opts.nodeArgs ?? []), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const entry = opts.build ? [join(opts.build, 'dist', 'cli', 'run.js')] : ['--import', 'tsx', 'src/cli/run.ts'];
   const argv = [...nodeArgs, ...entry, 'server', 'start', '--port', String(port), '--mqtt-port', String(mqttPort), '--host', '127.0.0.1'];
@@ -314,10 +315,10 @@ export async function userWithProduct(url: string, description: string): Promise
 const TICKS_PER_SECOND = 100; // USER_HZ (getconf CLK_TCK), 100 on Linux
 
 /** CPU time of a process so far, user and system, in seconds; null when it cannot be read. */
-export function cpuTimes(pid: number | undefined): { user: number; system: number } | null {
+export function cpuTimes(pid: number | undefined, file = `/proc/${pid}/stat`): { user: number; system: number } | null {
   if (!pid) return null;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(file, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return { user: Number(fields[11]) / TICKS_PER_SECOND, system: Number(fields[12]) / TICKS_PER_SECOND };
   } catch {
@@ -329,6 +330,31 @@ export function cpuTimes(pid: number | undefined): { user: number; system: numbe
 export function cpuSeconds(pid: number | undefined): number | null {
   const t = cpuTimes(pid);
   return t && t.user + t.system;
+}
+
+/** CPU seconds (user + system) of each thread of a process so far, by thread id; empty when it cannot be read. */
+export function threadCpuSeconds(pid: number | undefined): Map<number, number> {
+  const out = new Map<number, number>();
+  if (!pid) return out;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const t = cpuTimes(Number(tid), `/proc/${pid}/task/${tid}/stat`);
+      if (t) out.set(Number(tid), t.user + t.system);
+    }
+  } catch { /* the process is gone */ }
+  return out;
+}
+
+/**
+ * A process's CPU since `before` (threadCpuSeconds), split: its main thread, its busiest other
+ * thread (a Skyport server's embedded store), and the rest (V8's compiler and GC helpers, libuv's pool).
+ */
+export function threadSplit(pid: number, before: Map<number, number>): { main: number; busiest: number; rest: number } {
+  const spent = [...threadCpuSeconds(pid)].map(([tid, s]) => [tid, s - (before.get(tid) ?? 0)] as const);
+  const main = spent.find(([tid]) => tid === pid)?.[1] ?? 0;
+  const others = spent.filter(([tid]) => tid !== pid).map(([, s]) => s).sort((a, b) => b - a);
+  const busiest = others[0] ?? 0;
+  return { main: round2(main), busiest: round2(busiest), rest: round2(others.slice(1).reduce((a, s) => a + s, 0)) };
 }
 
 /** Resident memory of a process, in KiB (VmRSS of /proc/<pid>/status). */
