@@ -99,6 +99,8 @@ interface Row {
   putMs?: number;
   /** Skyport: until the API showed no pending module for every sampled device. */
   apiInSyncMs?: number;
+  /** Skyport storms: a page of the product's device list (read from the store), asked again and again during the round. */
+  apiDuring?: ApiDuring;
   /** Baseline: until the publisher had every acknowledgement. */
   acksReceivedMs?: number;
   /** CPU seconds over the round (server: Skyport or Mosquitto). */
@@ -132,7 +134,8 @@ function print(row: Row): void {
   const extra = [
     row.restartMs !== undefined ? `stopped by ${row.signal} and serving again after ${row.restartMs} ms (${row.startMs} ms from its spawn)` : '',
     row.putMs !== undefined ? `PUT answered ${row.putMs} ms` : '', row.connectedMs !== undefined ? `all connected ${row.connectedMs} ms` : '',
-    row.apiInSyncMs !== undefined ? `API in sync ${row.apiInSyncMs} ms` : '', row.acksReceivedMs !== undefined ? `acks at publisher ${row.acksReceivedMs} ms` : '',
+    row.apiInSyncMs !== undefined ? `API in sync ${row.apiInSyncMs} ms` : '',
+    row.apiDuring ? `device list during it: ${row.apiDuring.requests} requests, p50 ${row.apiDuring.p50Ms} ms, max ${row.apiDuring.maxMs} ms, ${row.apiDuring.failed} failed` : '', row.acksReceivedMs !== undefined ? `acks at publisher ${row.acksReceivedMs} ms` : '',
     `server CPU ${row.serverCpuS ?? '-'} s${row.serverThreadsCpuS ? ` (main ${row.serverThreadsCpuS.main}, busiest other ${row.serverThreadsCpuS.busiest}, rest ${row.serverThreadsCpuS.rest})` : ''}`, row.postgresCpuS !== undefined ? `PostgreSQL CPU ${row.postgresCpuS} s` : '',
   ].filter(Boolean).join(', ');
   console.log(`  ${row.scenario} #${row.round}: ${row.devices} devices × ${row.modules} module(s) in ${row.ms} ms (p50 ${row.p50Ms}, p99 ${row.p99Ms}, first set ${row.firstSetMs} ms; ${extra})${row.problems.length ? `  PROBLEMS: ${row.problems.join('; ')}` : ''}`);
@@ -266,6 +269,37 @@ async function waitOnline(url: string, productId: number, token: string, online:
 
 type DeviceConfig = { configuration: { current: Record<string, Record<string, unknown>>; pending: Record<string, unknown> } };
 
+interface ApiDuring { requests: number; p50Ms: number; p99Ms: number; maxMs: number; failed: number }
+
+/**
+ * What an API client meets during a storm: GET /v1/products/:p/devices (a page of 25, read from
+ * the store, never from memory), one request at a time, 50 ms apart, until `stop`. A storm must
+ * leave the API its share of the store.
+ */
+function apiDuring(url: string, productId: number, token: string): { stop(): Promise<ApiDuring> } {
+  const times: number[] = [];
+  let failed = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const t = performance.now();
+      const res = await fetch(`${url}/v1/products/${productId}/devices?per_page=25`, { headers: { authorization: `Bearer ${token}` } }).catch(() => null);
+      await res?.arrayBuffer();
+      times.push(performance.now() - t);
+      if (!res?.ok) failed++;
+      await sleep(50);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      const sorted = times.map(Math.round).sort((a, b) => a - b);
+      return { requests: sorted.length, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), maxMs: sorted.at(-1) ?? 0, failed };
+    },
+  };
+}
+
 /** Time from t0 until GET /v1/products/:p/config/:id shows nothing pending for every sampled device. */
 async function apiInSync(url: string, productId: number, token: string, sample: string[], value: string, t0: number): Promise<number> {
   const deadline = Date.now() + 30_000;
@@ -366,12 +400,14 @@ async function skyportRun(store: Store, build: string | undefined): Promise<void
     await sleep(1000);
     const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
     const stop = await measure();
+    const during = apiDuring(sky.url, productId, token);
     const t0 = Date.now();
     const connected = await fleet.connect(true);
     if (connected.ok !== DEVICES) throw new Error(`${connected.ok} of ${DEVICES} devices reconnected to Skyport (${JSON.stringify(connected.codes)})`);
     const r = await roundDone(fleet, done, 'reconnect storm', t0, TIMEOUT_MS);
+    const apiSeen = await during.stop();
     const cpu = await stop(`storm-${round}`);
-    const row = withProbe({ ...rowOf({ scenario: 'reconnect storm', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0 }, cpu.probe);
+    const row = withProbe({ ...rowOf({ scenario: 'reconnect storm', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0, apiDuring: apiSeen }, cpu.probe);
     print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });
   }
 
@@ -403,12 +439,14 @@ async function skyportRun(store: Store, build: string | undefined): Promise<void
     await fleet.forgetful(false);
     const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
     const stop = await measure();
+    const during = apiDuring(sky.url, productId, token);
     const t0 = Date.now();
     const connected = await fleet.connect(true);
     if (connected.ok !== DEVICES) throw new Error(`${connected.ok} of ${DEVICES} devices reconnected to the restarted Skyport (${JSON.stringify(connected.codes)})`);
     const r = await roundDone(fleet, done, `restart storm (${signal})`, t0, TIMEOUT_MS);
+    const apiSeen = await during.stop();
     const cpu = await stop(`restart-${round}`);
-    const row = withProbe({ ...rowOf({ scenario: 'restart storm', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0, signal, restartMs, startMs }, cpu.probe);
+    const row = withProbe({ ...rowOf({ scenario: 'restart storm', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0, signal, restartMs, startMs, apiDuring: apiSeen }, cpu.probe);
     print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });
   }
 

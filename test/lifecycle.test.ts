@@ -10,7 +10,7 @@ import { spawnSkyport } from './helpers/cli.js';
 import { eventually } from './helpers/eventually.js';
 import { freePort } from './helpers/ports.js';
 import { fakeDevice, provision } from './helpers/device.js';
-import { newProduct } from './helpers/fixtures.js';
+import { newProduct, signUp } from './helpers/fixtures.js';
 import { totpNow } from '../src/domain/totp.js';
 import { loadMigrations } from '../src/storage/migrate.js';
 
@@ -27,6 +27,38 @@ test('data survive a restart', async () => {
     assert.equal((await particle(second.url).getUserInfo({ auth: token })).body.username, username);
     assert.equal((await particle(second.url).login({ username, password: 'correct horse' })).statusCode, 200);
     await second.close();
+  } finally {
+    await store.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a server started on a store its previous run left with devices online (killed, no goodbye) lists them offline until they reconnect', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'skyport-leftover-'));
+  const store = await freshStore({ dataDir: dir });
+  try {
+    const first = await startTestServer({ store });
+    const { token } = await signUp(first.url);
+    const product = await newProduct(first.url, token);
+    const who = await provision(first.url, token, product.id);
+    const device = await fakeDevice(first.mqttUrl, who, {});
+    const online = async (url: string) => (await raw(`${url}/v1/products/${product.id}/devices/${who.id}`, { token })).json.online;
+    await eventually(async () => ((await online(first.url)) === true ? true : undefined), 5000, 'online on the first run');
+    await device.close();
+    await first.close();
+    // What a run killed with its devices connected leaves behind: their rows still say online.
+    const db = await store.open();
+    await db.query("UPDATE devices SET online = true, node_id = 'killed-run' WHERE id = $1", [who.id]);
+    await db.close();
+    const second = await startTestServer({ store });
+    try {
+      assert.equal(await online(second.url), false);
+      const back = await fakeDevice(second.mqttUrl, who, {});
+      await eventually(async () => ((await online(second.url)) === true ? true : undefined), 5000, 'online once it reconnected');
+      await back.close();
+    } finally {
+      await second.close();
+    }
   } finally {
     await store.drop();
     rmSync(dir, { recursive: true, force: true });
