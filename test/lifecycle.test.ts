@@ -33,7 +33,7 @@ test('data survive a restart', async () => {
   }
 });
 
-test('a server started on a store its previous run left with devices online (killed, no goodbye) lists them offline until they reconnect', async () => {
+test('a server started on a store its previous run left with devices online (killed, no goodbye) lists them offline until they reconnect, their rows still naming the node', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'skyport-leftover-'));
   const store = await freshStore({ dataDir: dir });
   try {
@@ -46,15 +46,20 @@ test('a server started on a store its previous run left with devices online (kil
     await eventually(async () => ((await online(first.url)) === true ? true : undefined), 5000, 'online on the first run');
     await device.close();
     await first.close();
-    // What a run killed with its devices connected leaves behind: their rows still say online.
+    // What a run killed with its devices connected leaves behind: their rows still say online,
+    // on the node (a single node is always 'local').
     const db = await store.open();
-    await db.query("UPDATE devices SET online = true, node_id = 'killed-run' WHERE id = $1", [who.id]);
+    await db.query("UPDATE devices SET online = true, node_id = 'local' WHERE id = $1", [who.id]);
     await db.close();
     const second = await startTestServer({ store });
+    const row = async () => (await second.skyport.db.query<{ online: boolean; node_id: string | null }>('SELECT online, node_id FROM devices WHERE id = $1', [who.id]))[0];
     try {
       assert.equal(await online(second.url), false);
+      // Still naming the node: the reconnect changes no indexed column, and is written in place.
+      assert.deepEqual(await row(), { online: false, node_id: 'local' });
       const back = await fakeDevice(second.mqttUrl, who, {});
       await eventually(async () => ((await online(second.url)) === true ? true : undefined), 5000, 'online once it reconnected');
+      assert.deepEqual(await row(), { online: true, node_id: 'local' });
       await back.close();
     } finally {
       await second.close();

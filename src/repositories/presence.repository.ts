@@ -96,9 +96,14 @@ export function createPresenceRepository(db: Queryable) {
       );
     },
 
-    /** At the start of a single-node cloud no device is connected, whatever the store says. */
+    /**
+     * At the start of a single-node cloud no device is connected, whatever the store says (its
+     * last run was killed). The rows keep naming the node, as a disconnect leaves them: a single
+     * node's name does not change between runs, so the reconnects that follow change no indexed
+     * column and are written in place (docs/architecture.md, "Presence and node leases").
+     */
     async markAllOffline(): Promise<void> {
-      await db.query('UPDATE devices SET online = false, node_id = NULL WHERE online');
+      await db.query('UPDATE devices SET online = false WHERE online');
     },
 
     /**
