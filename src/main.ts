@@ -51,7 +51,7 @@ import { createGateway, type Gateway } from './gateway/gateway.js';
 import { startClusterDuties, type ClusterDuties } from './cluster/index.js';
 import { listenGateway } from './gateway/listeners.js';
 import { createPresenceRepository } from './repositories/presence.repository.js';
-import { createPresenceService } from './services/presence.service.js';
+import { createPresenceService, type PendingPresence } from './services/presence.service.js';
 import { createDeviceCallService } from './services/device-calls.service.js';
 import { createEventService } from './services/events.service.js';
 import { createConfigSchemasRepository } from './repositories/config-schemas.repository.js';
@@ -144,7 +144,7 @@ export interface Skyport {
   shutdownStage(): string | null;
 }
 
-function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics, here: HeldDevices, updates: { source: FirmwareSource | undefined; links: FirmwareLinks }) {
+function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Clock, secrets: Secrets, bus: Bus, caches: CacheHub, deviceChanges: DeviceChanges, log: () => Log, seams: Seams, metrics: Metrics, here: HeldDevices, updates: { source: FirmwareSource | undefined; links: FirmwareLinks }, presence: PendingPresence) {
   const limiter = createFailureLimiter('logins', { bus, clock, settings, log });
   const users = cacheUsers(createUsersRepository(db), caches);
   const audit = createAuditService({ repo: createAuditRepository(db), clock });
@@ -173,7 +173,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     deleted: (productId) => webhooks.forget({ kind: 'product', productId }),
   });
   const customers = createCustomerService({ db, repo: customersRepo, devices: devicesRepo, claims: claimsRepo, tokens, audit, secrets, clock, limiter, settings });
-  const deviceAccess = createDeviceAccess({ repo: devicesRepo, isMember: products.isMemberCached });
+  const deviceAccess = createDeviceAccess({ repo: devicesRepo, isMember: products.isMemberCached, presence });
   const ownerNames = createOwnerNames({ customers: customersRepo, users, clock });
   // Views show each product device's groups and target (firmware is wired below).
   const deviceViews = createDeviceViews({ ownerNames, firmware: (list) => firmware.targets.describe(list) });
@@ -182,7 +182,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
   const devices: Devices = {
     access: deviceAccess,
     views: deviceViews,
-    lists: createDeviceLists({ repo: devicesRepo, views: deviceViews }),
+    lists: createDeviceLists({ repo: devicesRepo, views: deviceViews, presence }),
     provisioning: createProvisioning({ db, repo: devicesRepo, audit, secrets, clock, views: deviceViews }),
     membership: createFleetMembership({ db, repo: devicesRepo, products: productsRepo, access: deviceAccess, audit }),
     ownership: createOwnership({ db, repo: devicesRepo, products: productsRepo, access: deviceAccess, audit }),
@@ -298,7 +298,12 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     heldIn: (productId) => held.gateway?.heldIn(productId) ?? [],
     link: (id) => held.gateway?.otaLink(id) ?? null,
   };
-  const services = wireServices(settings, db, store, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here, { source: options.firmware, links });
+  // Presence is written by the gateway (below); the API's device reads wait for what it has not stored yet.
+  const presenceRepo = createPresenceRepository(db);
+  const presence = createPresenceService({
+    repo: presenceRepo, clock, log: serviceLog, node: bus.nodeId, batchWindowMs: windowFor(db.kind), changed: (id) => services.devicesRepo.forget(id), store,
+  });
+  const services = wireServices(settings, db, store, clock, secrets, bus, caches, deviceChanges, serviceLog, options.seams ?? {}, metrics, here, { source: options.firmware, links }, presence);
   // Per-address limits count across the nodes of a cluster; on one node, in this process alone.
   const rateLimits = createRateLimits({ clock, bus, shared: clustered, leaseSeconds: settings.nodeLeaseSeconds });
   // What the device gateway listens on, once it does; before that, what the settings ask for.
@@ -324,10 +329,6 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
 
   logs.app = app.log;
   const log = () => app.log;
-  const presenceRepo = createPresenceRepository(db);
-  const presence = createPresenceService({
-    repo: presenceRepo, clock, log, node: bus.nodeId, batchWindowMs: windowFor(db.kind), changed: (id) => services.devicesRepo.forget(id), store,
-  });
   const gateway = createGateway({
     bus, presence, clock, secrets, log,
     connectOutcome: (outcome) => metrics.deviceConnects.inc({ outcome }),

@@ -6,6 +6,7 @@ import { basic, raw } from './helpers/http.js';
 import { PASSWORD, newProduct, signUp } from './helpers/fixtures.js';
 import { fakeDevice, provision } from './helpers/device.js';
 import { eventually } from './helpers/eventually.js';
+import mqtt from 'mqtt';
 
 /**
  * Writes of devices that take several statements are all or nothing (a crash between two of them
@@ -155,5 +156,36 @@ test('a device moved through the API takes its new scope at once: the former own
     assert.deepEqual(dev.received.slice(seen).map((e) => e.data), ['sentinel']);
   } finally {
     await dev.close();
+  }
+});
+
+test('a device reads online in the API once it has its CONNACK, though its connect is stored after it, in a batch', async () => {
+  const { token, product } = await team();
+  const who = await provision(server.url, token, product.id);
+  // Claimed: the user's own devices list it too.
+  assert.equal((await raw(`${server.url}/v1/devices`, { method: 'POST', token, json: { id: who.id } })).status, 200);
+  // The connect's presence write is held before it runs; it goes on a moment after the reads
+  // below were sent. Reads that did not wait for it would answer at once, offline.
+  const held = faulty.pauseAt(/^\s*UPDATE devices d SET\s+online/);
+  const device = await mqtt.connectAsync(server.mqttUrl, { clientId: who.id, username: who.id, password: who.secret, reconnectPeriod: 0 });
+  try {
+    await held.reached;
+    const reads = Promise.all([
+      raw(`${server.url}/v1/devices/${who.id}`, { token }),
+      raw(`${server.url}/v1/products/${product.id}/devices/${who.id}`, { token }),
+      raw(`${server.url}/v1/products/${product.id}/devices`, { token }),
+      raw(`${server.url}/v1/devices`, { token }),
+    ]);
+    const release = setTimeout(() => held.release(), 300);
+    const [mine, inProduct, fleetPage, list] = await reads;
+    clearTimeout(release);
+    held.release();
+    assert.equal(mine.json.online, true, mine.text);
+    assert.equal(inProduct.json.online, true, inProduct.text);
+    assert.equal((fleetPage.json.devices as Array<{ id: string; online: boolean }>).find((d) => d.id === who.id)?.online, true, fleetPage.text);
+    assert.equal((list.json as Array<{ id: string; online: boolean }>).find((d) => d.id === who.id)?.online, true, list.text);
+  } finally {
+    held.release();
+    await device.endAsync();
   }
 });

@@ -109,6 +109,11 @@ export function createPresenceService(deps: {
      * answers the device after it, so that a phone told "claimed" finds the device online.
      */
     stored: (id: string): Promise<void> => connecting.get(id) ?? Promise.resolve(),
+    /**
+     * Resolves once every connect and disconnect handed in so far is stored (or could not be):
+     * what the API lists after it shows them, though they are stored after their CONNACK.
+     */
+    written: (): Promise<void> => Promise.all([...connecting.values()]).then(() => undefined),
     /** Resolves once the device's last `hello` (firmware versions, functions) is stored. */
     described: (id: string): Promise<void> => describing.get(id) ?? Promise.resolve(),
     markAllOffline: () => deps.repo.markAllOffline(),
@@ -120,3 +125,6 @@ export function createPresenceService(deps: {
 }
 
 export type PresenceService = ReturnType<typeof createPresenceService>;
+
+/** What the API's device reads wait for: this node's presence writes not stored yet. */
+export type PendingPresence = Pick<PresenceService, 'stored' | 'written'>;

@@ -3,6 +3,7 @@ import { isDeviceId } from '../../domain/devices.js';
 import type { DeviceOwner, DeviceRecord, DevicesRepository } from '../../repositories/devices.repository.js';
 import type { ProductRecord } from '../../repositories/products.repository.js';
 import type { AccessTokenRecord } from '../../repositories/tokens.repository.js';
+import type { PendingPresence } from '../presence.service.js';
 
 export function permissionDenied(): DomainError {
   // Unknown and foreign devices answer alike (docs/api.md, "Devices"; particle-cli matches `info`).
@@ -34,8 +35,19 @@ export function createDeviceAccess(deps: {
   repo: Pick<DevicesRepository, 'findById' | 'findByOwnerAndName'>;
   /** Team membership (remembered: products.service `isMemberCached`). */
   isMember: (productId: number, userId: string) => Promise<boolean>;
+  /** This node's presence writes not stored yet. */
+  presence?: Pick<PendingPresence, 'stored'>;
 }) {
   const { repo, isMember } = deps;
+  /**
+   * A device's row once this node has stored its last connect or disconnect: a connect is
+   * stored after its CONNACK (in a batch, off the connect's path), and a device must read online
+   * to whoever it tells that it is connected (docs/device-protocol.md, "Presence").
+   */
+  async function current(id: string): Promise<DeviceRecord | undefined> {
+    await deps.presence?.stored(id.toLowerCase());
+    return repo.findById(id);
+  }
 
   async function reaches(auth: AccessTokenRecord, d: DeviceRecord): Promise<boolean> {
     const s = auth.subject;
@@ -52,10 +64,11 @@ export function createDeviceAccess(deps: {
     /** A device by id (or, for owners, by name) that the token reaches; permission_denied otherwise. */
     async mustReach(auth: AccessTokenRecord, idOrName: string): Promise<DeviceRecord> {
       let d: DeviceRecord | undefined;
-      if (isDeviceId(idOrName)) d = await repo.findById(idOrName);
+      if (isDeviceId(idOrName)) d = await current(idOrName);
       else {
         const owner = ownerOf(auth);
-        if (owner && idOrName.length <= 63) d = await repo.findByOwnerAndName(owner, idOrName);
+        const named = owner && idOrName.length <= 63 ? await repo.findByOwnerAndName(owner, idOrName) : undefined;
+        if (named) d = await current(named.id);
       }
       if (!d || !(await reaches(auth, d))) throw permissionDenied();
       return d;
@@ -63,7 +76,7 @@ export function createDeviceAccess(deps: {
 
     /** A device of a product the caller may manage (products.service `access`); not_found otherwise. */
     async inProduct(product: Pick<ProductRecord, 'id'>, id: string): Promise<DeviceRecord> {
-      const d = isDeviceId(id) ? await repo.findById(id) : undefined;
+      const d = isDeviceId(id) ? await current(id) : undefined;
       if (!d || d.productId !== product.id) throw deviceNotInProduct();
       return d;
     },
