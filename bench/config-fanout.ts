@@ -364,6 +364,23 @@ async function skyportRun(store: Store, build: string | undefined): Promise<void
     });
   };
   const withProbe = (row: Row, p: PhaseProbe | undefined): Row => (p ? { ...row, probe: p } : row);
+  /**
+   * A storm: every device reconnects at once, until each has acknowledged the one module changed
+   * to `value`, timed from the reconnects' start, with the API read meanwhile (`apiDuring`).
+   */
+  const storm = async (scenario: 'reconnect storm' | 'restart storm', round: number, phase: string, value: string, extra: Partial<Row> = {}) => {
+    const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
+    const stop = await measure();
+    const during = apiDuring(sky.url, productId, token);
+    const t0 = Date.now();
+    const connected = await fleet.connect(true);
+    if (connected.ok !== DEVICES) throw new Error(`${scenario}: ${connected.ok} of ${DEVICES} devices reconnected to Skyport (${JSON.stringify(connected.codes)})`);
+    const r = await roundDone(fleet, done, `${scenario}${extra.signal ? ` (${extra.signal})` : ''}`, t0, TIMEOUT_MS);
+    const apiSeen = await during.stop();
+    const cpu = await stop(phase);
+    const row = withProbe({ ...rowOf({ scenario, side: 'skyport', store, round, modules: 1 }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0, ...extra, apiDuring: apiSeen }, cpu.probe);
+    print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });
+  };
 
   // Initial sync: every device connects holding nothing and takes every module, one at a time.
   {
@@ -398,17 +415,7 @@ async function skyportRun(store: Store, build: string | undefined): Promise<void
     const value = nextValue();
     await api(`${sky.url}/v1/products/${productId}/config`, { method: 'PUT', token, json: { [MODULE]: { type: value } } });
     await sleep(1000);
-    const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
-    const stop = await measure();
-    const during = apiDuring(sky.url, productId, token);
-    const t0 = Date.now();
-    const connected = await fleet.connect(true);
-    if (connected.ok !== DEVICES) throw new Error(`${connected.ok} of ${DEVICES} devices reconnected to Skyport (${JSON.stringify(connected.codes)})`);
-    const r = await roundDone(fleet, done, 'reconnect storm', t0, TIMEOUT_MS);
-    const apiSeen = await during.stop();
-    const cpu = await stop(`storm-${round}`);
-    const row = withProbe({ ...rowOf({ scenario: 'reconnect storm', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0, apiDuring: apiSeen }, cpu.probe);
-    print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });
+    await storm('reconnect storm', round, `storm-${round}`, value);
   }
 
   // Restart storms: the fleet is connected and in sync when the server stops, by SIGTERM as a
@@ -437,17 +444,7 @@ async function skyportRun(store: Store, build: string | undefined): Promise<void
     const startMs = Date.now() - tStart;
     probe = await attach();
     await fleet.forgetful(false);
-    const { done } = await fleet.expect({ modules: [MODULE], check: check(value) });
-    const stop = await measure();
-    const during = apiDuring(sky.url, productId, token);
-    const t0 = Date.now();
-    const connected = await fleet.connect(true);
-    if (connected.ok !== DEVICES) throw new Error(`${connected.ok} of ${DEVICES} devices reconnected to the restarted Skyport (${JSON.stringify(connected.codes)})`);
-    const r = await roundDone(fleet, done, `restart storm (${signal})`, t0, TIMEOUT_MS);
-    const apiSeen = await during.stop();
-    const cpu = await stop(`restart-${round}`);
-    const row = withProbe({ ...rowOf({ scenario: 'restart storm', side: 'skyport', store, round, modules: 1 }, t0, r, cpu), connectedMs: connected.lastReadyAt - t0, signal, restartMs, startMs, apiDuring: apiSeen }, cpu.probe);
-    print({ ...row, apiInSyncMs: await apiInSync(sky.url, productId, token, sample, value, t0) });
+    await storm('restart storm', round, `restart-${round}`, value, { signal, restartMs, startMs });
   }
 
   await fleet.stop();
