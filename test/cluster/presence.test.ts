@@ -41,6 +41,24 @@ const onlineSays = async (node: TestServer, id: string) => {
 const statuses = (events: Array<{ name: string; data: string | null; coreid: string }>, id: string) =>
   events.filter((e) => e.name === 'spark/status' && e.coreid === id).map((e) => e.data);
 
+/**
+ * Runs `body` while `nodes` hold leases, renewed as a node renews its own: the tests that drive
+ * the presence repository under made-up node names would otherwise race the running leader's
+ * check, which sets offline the devices of any node without a lease.
+ */
+async function leased<T>(nodes: string[], body: () => Promise<T>): Promise<T> {
+  const leases = await first.skyport.bus.shared.table('nodes', LEASE_SECONDS * 1000);
+  const renew = () => Promise.all(nodes.map((n) => leases.put(n, String(Date.now()))));
+  await renew();
+  const timer = setInterval(() => { void renew(); }, CHECK_MS / 2);
+  try {
+    return await body();
+  } finally {
+    clearInterval(timer);
+    await Promise.all(nodes.map((n) => leases.delete(n)));
+  }
+}
+
 test('a gateway killed with SIGKILL: its devices are offline within the lease and one check, and online again once they reconnect to another node', async () => {
   // The doomed gateway is a process of its own, started as docs/operations.md says, on the cluster's store and NATS.
   const gw = spawnSkyport(['server', 'start', '--role', 'gateway', '--node-id', 'gw-doomed', '--host', '127.0.0.1', '--port', '0', '--mqtt-port', '0'], {
@@ -140,7 +158,7 @@ test('a node cut off from NATS past its lease: the leader sets its devices offli
   }
 });
 
-test('a late disconnect from a node the device has left, and a late connect older than the newest, leave the row to the newer connection', async () => {
+test('a late disconnect from a node the device has left, and a late connect older than the newest, leave the row to the newer connection', () => leased(['node-a', 'node-b', 'node-c'], async () => {
   const repo = createPresenceRepository(first.skyport.db);
   const who = await provision(first.url, token, product.id);
   const t = Date.now();
@@ -159,7 +177,7 @@ test('a late disconnect from a node the device has left, and a late connect olde
   await repo.apply([{ id: who.id, online: false, at: new Date(t + 40) }], 'node-a');
   assert.deepEqual(await stored(first, who.id), { online: false, node_id: 'node-b' });
   await repo.release(['node-a', 'node-b', 'node-c']);
-});
+}));
 
 /** Two devices that connected through `node` a minute ago; `left` has disconnected from it since. */
 async function heldAndLeft(repo: ReturnType<typeof createPresenceRepository>, node: string) {
@@ -170,7 +188,7 @@ async function heldAndLeft(repo: ReturnType<typeof createPresenceRepository>, no
   return { held, left };
 }
 
-test('a node gone for good is named by no row after the leader releases it, offline rows included, and only its online devices are answered for events', async () => {
+test('a node gone for good is named by no row after the leader releases it, offline rows included, and only its online devices are answered for events', () => leased(['node-z'], async () => {
   const repo = createPresenceRepository(first.skyport.db);
   const { held, left } = await heldAndLeft(repo, 'node-z');
   const check = await repo.namedNodes();
@@ -179,7 +197,7 @@ test('a node gone for good is named by no row after the leader releases it, offl
   assert.deepEqual(await stored(first, left.id), { online: false, node_id: null });
   assert.deepEqual(await stored(first, held.id), { online: false, node_id: null });
   assert.ok(!(await repo.namedNodes()).nodes.includes('node-z'), 'the next check does not find node-z again');
-});
+}));
 
 test('a connect or a disconnect stored by one node reaches the cached rows of the others at once, not after TOKEN_CACHE_SECONDS', async () => {
   const second = await cluster.add('all');
@@ -198,7 +216,7 @@ test('a connect or a disconnect stored by one node reaches the cached rows of th
   }
 });
 
-test('a leader check that read the leases before a node came back does not undo the devices the node said again', async () => {
+test('a leader check that read the leases before a node came back does not undo the devices the node said again', () => leased(['node-x'], async () => {
   const repo = createPresenceRepository(first.skyport.db);
   const who = await provision(first.url, token, product.id);
   await repo.apply([{ id: who.id, online: true, at: new Date(Date.now() - 60_000), ip: '10.0.0.9' }], 'node-x');
@@ -218,9 +236,9 @@ test('a leader check that read the leases before a node came back does not undo 
   assert.deepEqual((await repo.reassert('node-x', [who.id])).map((d) => d.id), [who.id]);
   assert.deepEqual(await stored(first, who.id), { online: true, node_id: 'node-x' });
   await repo.release(['node-x']);
-});
+}));
 
-test("the leader check's time keeps the store's microseconds: a device heard of in the same millisecond, before the check, is released", async () => {
+test("the leader check's time keeps the store's microseconds: a device heard of in the same millisecond, before the check, is released", () => leased(['node-y'], async () => {
   const repo = createPresenceRepository(first.skyport.db);
   const who = await provision(first.url, token, product.id);
   await repo.apply([{ id: who.id, online: true, at: new Date(Date.now() - 60_000) }], 'node-y');
@@ -231,7 +249,7 @@ test("the leader check's time keeps the store's microseconds: a device heard of 
   await first.skyport.db.query("UPDATE devices SET last_heard = '2026-11-28T10:00:00.000400Z' WHERE id = $1", [who.id]);
   assert.deepEqual((await repo.release(['node-y'], '2026-11-28T10:00:00.000900Z')).map((d) => d.id), [who.id]);
   assert.deepEqual(await stored(first, who.id), { online: false, node_id: null });
-});
+}));
 
 test('online rows that name no recorded node (written before nodes were recorded; migration 0020 names them "(unrecorded)") are set offline by the leader, with their offline events', async () => {
   const who = await provision(first.url, token, product.id);
@@ -246,11 +264,11 @@ test('online rows that name no recorded node (written before nodes were recorded
   }
 });
 
-test('a node started again under its NODE_ID sets offline the devices its last run held, and leaves them naming it so that their reconnects write in place', async () => {
+test('a node started again under its NODE_ID sets offline the devices its last run held, and leaves them naming it so that their reconnects write in place', () => leased(['node-r'], async () => {
   const repo = createPresenceRepository(first.skyport.db);
   const { held, left } = await heldAndLeft(repo, 'node-r');
   assert.deepEqual((await repo.releaseOwn('node-r')).map((d) => d.id), [held.id]);
   assert.deepEqual(await stored(first, held.id), { online: false, node_id: 'node-r' });
   assert.deepEqual(await stored(first, left.id), { online: false, node_id: 'node-r' });
   await repo.release(['node-r']);
-});
+}));
