@@ -162,13 +162,15 @@ function pass(name, list, env, live) {
 }
 
 // The PostgreSQL pass runs beside the embedded one: much of its time is spent in the database
-// server's processes, and the embedded pass's in PGlite's thread.
+// server's processes, and the embedded pass's in PGlite's thread. Each pass starts its longest
+// files first (the runner takes files in the order given): the cluster's, the programs' and the
+// console's take 10-40 s each, and left last they would run on alone after everything else.
 const passes = [];
 if (postgres) {
-  passes.push(pass('store: embedded', [...unit, ...server, ...browser], { TEST_STORE: 'embedded' }, true));
-  if (server.length + programs.length + cluster.length > 0) passes.push(pass('store: postgres', [...server, ...programs, ...cluster], { TEST_STORE: 'postgres' }, false));
+  passes.push(pass('store: embedded', [...browser, ...server, ...unit], { TEST_STORE: 'embedded' }, true));
+  if (server.length + programs.length + cluster.length > 0) passes.push(pass('store: postgres', [...cluster, ...programs, ...server], { TEST_STORE: 'postgres' }, false));
 } else {
-  passes.push(pass(server.length + programs.length + browser.length > 0 ? 'store: embedded' : 'unit', [...unit, ...server, ...browser, ...programs], { TEST_STORE: 'embedded' }, true));
+  passes.push(pass(server.length + programs.length + browser.length > 0 ? 'store: embedded' : 'unit', [...browser, ...programs, ...server, ...unit], { TEST_STORE: 'embedded' }, true));
 }
 const ok = (await Promise.all(passes)).every(Boolean);
 
