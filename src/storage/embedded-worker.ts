@@ -247,16 +247,22 @@ async function autovacuum(): Promise<void> {
     await inTurn(() => script(`VACUUM (FREEZE) ${t.name}`));
   }
 }
-const walPosition = async (): Promise<string> => (await inTurn(() => script<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))).rows[0]?.lsn ?? '';
+const WAL_POSITION = 'SELECT pg_current_wal_lsn()::text AS lsn';
+const walPosition = async (): Promise<string> => (await inTurn(() => script<{ lsn: string }>(WAL_POSITION))).rows[0]?.lsn ?? '';
 async function checkpoint(): Promise<void> {
   if (Date.now() - checkpointed.at < CHECKPOINT_MS || closing) return;
   if ((await walPosition()) === checkpointed.lsn) {
     checkpointed = { ...checkpointed, at: Date.now() };
     return;
   }
-  await inTurn(() => script('CHECKPOINT'));
   // The checkpoint writes a record of its own: the position after it is "nothing written since".
-  checkpointed = { at: Date.now(), lsn: await walPosition() };
+  // It is read in the checkpoint's turn: read in a turn of its own, it could follow another
+  // statement's write, which would then be taken as checkpointed and wait for the next write.
+  const after = await inTurn(async () => {
+    await script('CHECKPOINT');
+    return (await script<{ lsn: string }>(WAL_POSITION)).rows[0]?.lsn ?? '';
+  });
+  checkpointed = { at: Date.now(), lsn: after };
 }
 /** One pass at a time: a pass longer than `NAPTIME_MS` (a large table frozen) is not joined by the next. */
 let maintaining = false;
