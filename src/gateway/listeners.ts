@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import { createServer as createTcpServer, type AddressInfo, type Server } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { createServer as createHttpServer } from 'node:http';
-import { WebSocketServer, createWebSocketStream } from 'ws';
 import type { Gateway } from './gateway.js';
 import { clientAddress, proxyTrust, unmapped } from '../platform/proxies.js';
 
@@ -53,6 +52,8 @@ export async function listenGateway(gateway: Gateway, options: GatewayListenOpti
 
   let wsPort: number | undefined;
   if (options.wsPort !== undefined) {
+    // Loaded only for a gateway that opens the WebSocket port (MQTT_WS_PORT): a start spares it otherwise.
+    const { WebSocketServer, createWebSocketStream } = await import('ws');
     const http = createHttpServer((_req, res) => {
       res.writeHead(426, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error: 'upgrade_required', error_description: 'Connect with MQTT over WebSocket on /mqtt' }));
     });
