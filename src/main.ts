@@ -98,7 +98,7 @@ export interface SkyportOptions {
   clock?: Clock;
   secrets?: Secrets;
   logger?: FastifyServerOptions['logger'];
-  /** When the HTTP app compiles its schemas (src/http/compiled-schemas.ts): at the start unless a test says otherwise. */
+  /** When the HTTP app compiles its schemas (src/http/compiled-schemas.ts): each on its route's first use unless a test says otherwise. */
   compileSchemas?: CompileSchemas;
   /** The bus to other nodes; by default the in-process one. */
   bus?: Bus;

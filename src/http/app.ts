@@ -83,14 +83,14 @@ export interface HttpDeps {
   gatewayPorts(): GatewayPorts;
   /** A pino logger options object, or false (tests). */
   logger?: FastifyServerOptions['logger'];
-  /** When request and response schemas are compiled (compiled-schemas.ts): at the start by default. */
+  /** When request and response schemas are compiled (compiled-schemas.ts): each on its route's first use by default. */
   compileSchemas?: CompileSchemas;
   version: string;
 }
 
 /** Builds the REST API without listening (tests inject requests; main.ts listens). */
 export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
-  const compilers = schemaCompilers(deps.compileSchemas ?? 'at-start');
+  const compilers = schemaCompilers(deps.compileSchemas ?? 'on-first-use');
   const app = Fastify({
     logger: deps.logger ?? loggerOptions(deps.settings),
     bodyLimit: deps.settings.bodyLimitBytes,
