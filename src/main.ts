@@ -77,10 +77,10 @@ import type { CloudEvent } from './bus/bus.js';
 export { VERSION };
 
 /** Opens the store that the settings name and brings its schema up to date. */
-export async function openStorage(settings: Pick<Settings, 'databaseUrl' | 'dataDir' | 'databaseConnectTimeoutSeconds' | 'databaseQueryTimeoutSeconds'>): Promise<Db> {
+export async function openStorage(settings: Pick<Settings, 'databaseUrl' | 'dataDir' | 'databaseConnectTimeoutSeconds' | 'databaseQueryTimeoutSeconds'>, opening?: Promise<Db>): Promise<Db> {
   // pg (and NATS's client, below) are loaded only by the nodes that use them: a node on the
   // embedded store, or alone, starts without them.
-  const db = settings.databaseUrl
+  const db = opening ? await opening : settings.databaseUrl
     ? await (await import('./storage/postgres.js')).openPostgres(settings.databaseUrl, { connectTimeoutMs: settings.databaseConnectTimeoutSeconds * 1000, queryTimeoutMs: settings.databaseQueryTimeoutSeconds * 1000 })
     : await openEmbedded(settings.dataDir);
   try {

@@ -14,8 +14,15 @@ export function registerServerCommands(program: Command): void {
     .allowExcessArguments()
     .action(async (_opts, cmd: Command) => {
       const settings = settingsFrom(cmd.args);
+      // A port in use is said before the store is touched (a new data directory is not begun).
+      await (await import('../../platform/ports.js')).checkPorts(settings);
+      // The embedded store's thread starts PostgreSQL while this thread loads the cloud's modules:
+      // a restart serves about a tenth sooner (docs/benchmarks.md, "Restart storms").
+      // startServer takes it over, failure included.
+      const opening = settings.databaseUrl ? undefined : import('../../storage/embedded.js').then((m) => m.openEmbedded(settings.dataDir));
+      opening?.catch(() => undefined);
       const { exitOnSignals, startServer } = await import('../../server.js');
-      const { skyport, url, mqttUrl, wsUrl } = await startServer(settings);
+      const { skyport, url, mqttUrl, wsUrl } = await startServer(settings, opening);
       const store = settings.databaseUrl ? 'PostgreSQL' : `embedded store in ${settings.dataDir}`;
       // Each role prints what it serves (docs/operations.md, "Roles"): a gateway node's HTTP port answers probes only.
       const http = settings.role === 'gateway' ? `  health   ${url}/healthz\n` : `  API      ${url}\n  OpenAPI  ${url}/v1/openapi.json\n`;
