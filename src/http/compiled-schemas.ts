@@ -16,7 +16,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
  * `on-first-use` (what a server does) compiles each schema when its route first needs it: a
  * server that starts again after a deploy or a crash, with its fleet reconnecting, serves sooner
  * (ready in 1.4-1.6 s instead of 1.7-2.0, 0.4 CPU-s less; docs/benchmarks.md, "Restart storms"),
- * and the first request of each route pays its own compile, a millisecond or two. `at-start`
+ * and the first request of each route pays its own compile, up to about 20 ms. `at-start`
  * compiles every schema while the app is built. The route schemas are the code's, the same in
  * every deployment, and test/openapi.test.ts builds the app `at-start`, so a schema that does not
  * compile fails the suite rather than a request. The tests build hundreds of apps and call a few
