@@ -1,6 +1,7 @@
 /**
  * A time as ISO 8601 text, exactly as `Date.prototype.toISOString` writes it, for the paths that
- * write several per webhook delivery (its row, its attempt, the event's `published_at`). V8
+ * write several per webhook delivery (its row, its attempt, the event's `published_at`) or per
+ * token (its creation and expiry; tokens.repository.ts). V8
  * formats each through a printf-style formatter, about 0.6 µs a time, 3 % of the server's main
  * thread under a flood of deliveries (`perf`, docs/benchmarks.md, "Webhooks"). Here the text up to
  * the second is kept for the few seconds in use, so a time costs a lookup and a join.

@@ -1,5 +1,6 @@
 import type { Queryable } from '../storage/db.js';
 import { oneStatement, unnestOf, type BatchInsert } from '../storage/batch-insert.js';
+import { isoTime } from '../platform/iso-time.js';
 
 export interface AuditEvent {
   id: number;
@@ -24,7 +25,7 @@ export function auditInsert(events: Array<Omit<AuditEvent, 'id'>>): BatchInsert 
     sql: (first) => `INSERT INTO audit_events (account_kind, account_id, type, ip, details, at)
           ${unnestOf(first, ['text', 'text', 'text', 'text', 'jsonb', 'timestamptz'])}`,
     params: [rows.map((e) => e.accountKind), rows.map((e) => e.accountId), rows.map((e) => e.type), rows.map((e) => e.ip),
-      rows.map((e) => JSON.stringify(e.details)), rows.map((e) => e.at.toISOString())],
+      rows.map((e) => JSON.stringify(e.details)), rows.map((e) => isoTime(e.at))],
   };
 }
 

