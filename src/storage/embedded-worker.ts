@@ -247,8 +247,9 @@ async function autovacuum(): Promise<void> {
     await inTurn(() => script(`VACUUM (FREEZE) ${t.name}`));
   }
 }
-const WAL_POSITION = 'SELECT pg_current_wal_lsn()::text AS lsn';
-const walPosition = async (): Promise<string> => (await inTurn(() => script<{ lsn: string }>(WAL_POSITION))).rows[0]?.lsn ?? '';
+/** Where the write-ahead log stands; inside a turn already taken (walPosition takes one). */
+const readWalPosition = async (): Promise<string> => (await script<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]?.lsn ?? '';
+const walPosition = (): Promise<string> => inTurn(readWalPosition);
 async function checkpoint(): Promise<void> {
   if (Date.now() - checkpointed.at < CHECKPOINT_MS || closing) return;
   if ((await walPosition()) === checkpointed.lsn) {
@@ -260,7 +261,7 @@ async function checkpoint(): Promise<void> {
   // statement's write, which would then be taken as checkpointed and wait for the next write.
   const after = await inTurn(async () => {
     await script('CHECKPOINT');
-    return (await script<{ lsn: string }>(WAL_POSITION)).rows[0]?.lsn ?? '';
+    return readWalPosition();
   });
   checkpointed = { at: Date.now(), lsn: after };
 }
