@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { settingsFrom } from '../main.js';
 import { briefRun } from '../lib/brief-run.js';
+import { checkPorts } from '../../platform/ports.js';
 
 // The server's modules are loaded by the commands that need them, so that other commands
 // (schema merge, sim) start without loading the whole cloud.
@@ -15,7 +16,7 @@ export function registerServerCommands(program: Command): void {
     .action(async (_opts, cmd: Command) => {
       const settings = settingsFrom(cmd.args);
       // A port in use is said before the store is touched (a new data directory is not begun).
-      await (await import('../../platform/ports.js')).checkPorts(settings);
+      await checkPorts(settings);
       // The embedded store's thread starts PostgreSQL while this thread loads the cloud's modules:
       // a restart serves about a tenth sooner (docs/benchmarks.md, "Restart storms").
       // startServer takes it over, failure included.
