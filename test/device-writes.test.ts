@@ -179,7 +179,6 @@ test('a device reads online in the API once it has its CONNACK, though its conne
     const release = setTimeout(() => held.release(), 300);
     const [mine, inProduct, fleetPage, list] = await reads;
     clearTimeout(release);
-    held.release();
     assert.equal(mine.json.online, true, mine.text);
     assert.equal(inProduct.json.online, true, inProduct.text);
     assert.equal((fleetPage.json.devices as Array<{ id: string; online: boolean }>).find((d) => d.id === who.id)?.online, true, fleetPage.text);
