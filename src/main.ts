@@ -77,11 +77,11 @@ import type { CloudEvent } from './bus/bus.js';
 export { VERSION };
 
 /** Opens the store that the settings name and brings its schema up to date. */
-export async function openStorage(settings: Pick<Settings, 'databaseUrl' | 'dataDir' | 'databaseConnectTimeoutSeconds' | 'databaseQueryTimeoutSeconds'>, opening?: Promise<Db>): Promise<Db> {
+export async function openStorage(settings: Pick<Settings, 'databaseUrl' | 'dataDir' | 'databaseConnectTimeoutSeconds' | 'databaseQueryTimeoutSeconds' | 'databasePoolSize'>, opening?: Promise<Db>): Promise<Db> {
   // pg (and NATS's client, below) are loaded only by the nodes that use them: a node on the
   // embedded store, or alone, starts without them.
   const db = opening ? await opening : settings.databaseUrl
-    ? await (await import('./storage/postgres.js')).openPostgres(settings.databaseUrl, { connectTimeoutMs: settings.databaseConnectTimeoutSeconds * 1000, queryTimeoutMs: settings.databaseQueryTimeoutSeconds * 1000 })
+    ? await (await import('./storage/postgres.js')).openPostgres(settings.databaseUrl, { poolSize: settings.databasePoolSize, connectTimeoutMs: settings.databaseConnectTimeoutSeconds * 1000, queryTimeoutMs: settings.databaseQueryTimeoutSeconds * 1000 })
     : await openEmbedded(settings.dataDir);
   try {
     await migrate(db);
@@ -256,6 +256,7 @@ export async function createSkyport(settings: Settings, options: SkyportOptions 
     storageUp: () => store.state() === 'up',
     webhookQueue: () => services.webhooks.queue(),
     firmwareTransfers: () => services.firmwareUpdates.inProgress(),
+    ...(opened.connections ? { storageConnections: opened.connections.bind(opened) } : {}),
   }, { processMetrics: settings.metrics !== 'off' });
   // One node: everything in this process. A cluster: nodes reach each other through NATS (or,
   // in tests, a bus the nodes share), and caches and per-address counts are shared through it.

@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer, STORE, type TestServer } from './helpers/server.js';
 import { basic, raw } from './helpers/http.js';
 import { newProduct, PASSWORD, signUp } from './helpers/fixtures.js';
 import { configDevice, fakeDevice, provision, type Holdings } from './helpers/device.js';
@@ -55,6 +55,21 @@ test('open: HTTP requests by route pattern and status, connected devices, the ev
   const after = (await raw(`${open.url}/metrics`)).text;
   const outcome = offline.json.error as string;
   assert.equal(sample(after, 'skyport_device_commands_seconds_count', `kind="call",outcome="${outcome}"`), 1, `${outcome} in\n${after.split('\n').filter((l) => l.includes('device_commands')).join('\n')}`);
+});
+
+test('the connections to the store: on PostgreSQL the pool in use, idle, its size and what waits for it; none on the embedded store', async () => {
+  const text = (await raw(`${open.url}/metrics`)).text;
+  if (STORE === 'postgres') {
+    // The test servers' pool has four connections (test/helpers/server.ts), the smallest DATABASE_POOL_SIZE takes.
+    assert.equal(sample(text, 'skyport_storage_connections_max'), 4);
+    assert.equal(sample(text, 'skyport_storage_waiting'), 0);
+    const inUse = sample(text, 'skyport_storage_connections', 'state="in_use"');
+    const idle = sample(text, 'skyport_storage_connections', 'state="idle"');
+    assert.ok(inUse >= 0 && idle >= 1 && inUse + idle <= 4, `in use ${inUse}, idle ${idle}`);
+  } else {
+    assert.ok(!text.includes('skyport_storage_connections'), 'no pool to report');
+    assert.ok(!text.includes('skyport_storage_waiting'));
+  }
 });
 
 test('token: no token 400, a wrong one 401, the right one 200; off: no such route', async () => {

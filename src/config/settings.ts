@@ -14,6 +14,7 @@ export interface Settings {
   readonly databaseUrl: string | undefined;
   readonly databaseConnectTimeoutSeconds: number;
   readonly databaseQueryTimeoutSeconds: number;
+  readonly databasePoolSize: number;
   readonly signup: boolean;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** The reverse proxies believed in X-Forwarded-For (addresses, CIDR ranges, `loopback`); empty: none. */
@@ -187,6 +188,11 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     key: 'databaseQueryTimeoutSeconds', env: 'DATABASE_QUERY_TIMEOUT_SECONDS', flag: '--database-query-timeout-seconds', default: '30',
     doc: 'PostgreSQL: how long a statement waits for the server\'s answer before its connection is dropped (the server rolls back what it had begun) and the request answers 503: a server or network gone silent does not hold requests for minutes. Migrations are not limited by it.',
     parse: integer(1, 3600),
+  },
+  {
+    key: 'databasePoolSize', env: 'DATABASE_POOL_SIZE', flag: '--database-pool-size', default: '10',
+    doc: 'PostgreSQL: the most connections this node opens to the database. The API\'s requests share them with the device gateway\'s batched writes and the background work; `skyport_storage_connections` and `skyport_storage_waiting` (GET /metrics) show whether statements wait for one. At least 4, the smallest pool the whole suite runs on; size PostgreSQL\'s `max_connections` above the nodes\' pools added up (docs/operations.md, "Sizing").',
+    parse: integer(4, 1000),
   },
   { key: 'signup', env: 'SIGNUP', flag: '--signup', default: 'on', doc: 'Open sign-up through POST /v1/users: on or off. With off, create accounts with `skyport user create`.', parse: onOff },
   {

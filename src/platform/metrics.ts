@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PoolState } from '../storage/db.js';
 
 /**
  * The node's Prometheus metrics (prom-client), in a registry of its own: a process may hold
@@ -22,7 +23,7 @@ export interface Metrics {
   readonly firmwareUpdates: Counter<'outcome'>;
 }
 
-export function createMetrics(sources: { devicesConnected: () => number; configDeliveriesInProgress: () => number; storageUp: () => boolean; webhookQueue?: () => Promise<{ depth: number; oldestSeconds: number }>; firmwareTransfers?: () => number }, options: { processMetrics: boolean }): Metrics {
+export function createMetrics(sources: { devicesConnected: () => number; configDeliveriesInProgress: () => number; storageUp: () => boolean; webhookQueue?: () => Promise<{ depth: number; oldestSeconds: number }>; firmwareTransfers?: () => number; storageConnections?: () => PoolState }, options: { processMetrics: boolean }): Metrics {
   const registry = new Registry();
   // They watch the event loop and the garbage collector from start-up on: only for a reader.
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
@@ -43,6 +44,26 @@ export function createMetrics(sources: { devicesConnected: () => number; configD
     new Gauge({
       name: 'skyport_firmware_transfers_in_progress', help: 'Firmware transfers this node runs now (at most FIRMWARE_TRANSFERS).', registers: [registry],
       collect() { this.set(transfers()); },
+    });
+  }
+  // PostgreSQL's pool: whether the API's requests and the gateway's batched writes wait for a connection.
+  const pool = sources.storageConnections;
+  if (pool) {
+    new Gauge({
+      name: 'skyport_storage_connections', help: 'Connections of this node to PostgreSQL now: in_use (running a statement or a transaction) or idle.', labelNames: ['state'], registers: [registry],
+      collect() {
+        const p = pool();
+        this.set({ state: 'in_use' }, p.inUse);
+        this.set({ state: 'idle' }, p.idle);
+      },
+    });
+    new Gauge({
+      name: 'skyport_storage_connections_max', help: 'The most connections this node opens to PostgreSQL (DATABASE_POOL_SIZE).', registers: [registry],
+      collect() { this.set(pool().max); },
+    });
+    new Gauge({
+      name: 'skyport_storage_waiting', help: 'Statements and transactions of this node waiting for a connection to PostgreSQL now (the pool is in use up to its size).', registers: [registry],
+      collect() { this.set(pool().waiting); },
     });
   }
   // Read from the store when scraped: the queue is the cluster's, the same on every node.

@@ -39,6 +39,22 @@ export interface Db extends Queryable {
    */
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+  /**
+   * The connection pool's state now, for the metrics (PostgreSQL only: the embedded store has
+   * one session, which its statements take in turn).
+   */
+  connections?(): PoolState;
+}
+
+export interface PoolState {
+  /** The most connections the pool opens (DATABASE_POOL_SIZE). */
+  max: number;
+  /** Connections running a statement or a transaction. */
+  inUse: number;
+  /** Open connections waiting for work. */
+  idle: number;
+  /** Statements and transactions waiting for a connection. */
+  waiting: number;
 }
 
 /**

@@ -29,6 +29,7 @@ async function run<Row>(on: pg.Pool | pg.PoolClient, sql: string, params: readon
 }
 
 export interface PostgresOptions {
+  /** The most connections the pool opens (DATABASE_POOL_SIZE; default 10, pg's own). */
   poolSize?: number;
   /**
    * How long a statement waits for a connection, from the pool or a new one, before it fails as
@@ -44,9 +45,10 @@ export interface PostgresOptions {
 }
 
 export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Db> {
+  const max = options.poolSize ?? 10;
   const pool = new pg.Pool({
     connectionString: url,
-    max: options.poolSize ?? 10,
+    max,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     query_timeout: options.queryTimeoutMs ?? 30_000,
     // Finds a dead server under an idle connection before a statement is sent to it.
@@ -100,6 +102,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
       }
     },
     close: () => pool.end(),
+    connections: () => ({ max, inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount }),
   };
 }
 

@@ -10,7 +10,12 @@ import { createMetrics } from '../../src/platform/metrics.js';
  */
 test('every metric the example dashboard queries is one a node serves', async () => {
   const dashboard = JSON.parse(readFileSync(new URL('../../docs/grafana/skyport-dashboard.json', import.meta.url), 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
-  const metrics = createMetrics({ devicesConnected: () => 0, configDeliveriesInProgress: () => 0, storageUp: () => true }, { processMetrics: true });
+  // Every source given, so that every gauge is served: the PostgreSQL pool's, the webhooks' and the firmware's too.
+  const metrics = createMetrics({
+    devicesConnected: () => 0, configDeliveriesInProgress: () => 0, storageUp: () => true,
+    storageConnections: () => ({ max: 10, inUse: 0, idle: 1, waiting: 0 }),
+    webhookQueue: async () => ({ depth: 0, oldestSeconds: 0 }), firmwareTransfers: () => 0,
+  }, { processMetrics: true });
   const served = new Set((await metrics.registry.getMetricsAsJSON()).map((m) => m.name));
   const asked = new Set<string>();
   for (const panel of dashboard.panels) {

@@ -9,6 +9,7 @@ test('defaults', () => {
   assert.equal(s.mqttPort, 1883);
   assert.equal(s.dataDir, './data');
   assert.equal(s.databaseUrl, undefined);
+  assert.equal(s.databasePoolSize, 10, "pg's own pool size");
   assert.equal(s.signup, true);
   assert.equal(s.logLevel, 'info');
   assert.deepEqual(s.trustProxy, [], 'no proxy is believed unless named');
@@ -95,6 +96,9 @@ test('bad values stop with a SettingsError naming the setting', () => {
     [{ LOG_LEVEL: 'loud' }, [], /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
     [{ DATABASE_URL: 'mysql://x' }, [], /^DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL$/],
     [{ DATABASE_URL: 'postgres://[bad' }, [], /^DATABASE_URL is not a valid URL$/],
+    [{ DATABASE_POOL_SIZE: '3' }, [], /^DATABASE_POOL_SIZE must be between 4 and 1000, got 3$/],
+    [{ DATABASE_POOL_SIZE: 'ten' }, [], /^DATABASE_POOL_SIZE must be a whole number, got "ten"$/],
+    [{}, ['--database-pool-size=1001'], /^--database-pool-size must be between 4 and 1000, got 1001$/],
     [{ TOKEN_LIFETIME_SECONDS: '0' }, [], /^TOKEN_LIFETIME_SECONDS must be between/],
     [{ LOGIN_MAX_FAILURES: '0' }, [], /^LOGIN_MAX_FAILURES must be between/],
     [{ BODY_LIMIT_BYTES: '10' }, [], /^BODY_LIMIT_BYTES must be between/],
