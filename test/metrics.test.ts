@@ -65,7 +65,8 @@ test('the connections to the store: on PostgreSQL the pool in use, idle, its siz
     assert.equal(sample(text, 'skyport_storage_waiting'), 0);
     const inUse = sample(text, 'skyport_storage_connections', 'state="in_use"');
     const idle = sample(text, 'skyport_storage_connections', 'state="idle"');
-    assert.ok(inUse >= 0 && idle >= 1 && inUse + idle <= 4, `in use ${inUse}, idle ${idle}`);
+    // The scrape itself may hold one (the webhook queue's gauges read the store), and idle ones close after 10 s.
+    assert.ok(inUse >= 0 && idle >= 0 && inUse + idle <= 4, `in use ${inUse}, idle ${idle}`);
   } else {
     assert.ok(!text.includes('skyport_storage_connections'), 'no pool to report');
     assert.ok(!text.includes('skyport_storage_waiting'));
