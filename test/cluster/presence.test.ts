@@ -10,6 +10,7 @@ import { openEventStream } from '../helpers/sse.js';
 import { startProxy } from '../helpers/proxy.js';
 import { spawnSkyport } from '../helpers/cli.js';
 import { createPresenceRepository } from '../../src/repositories/presence.repository.js';
+import { holdLease } from '../../src/cluster/lease.js';
 
 /**
  * Presence across nodes (docs/architecture.md, "Presence and node leases"): each node renews a
@@ -42,20 +43,19 @@ const statuses = (events: Array<{ name: string; data: string | null; coreid: str
   events.filter((e) => e.name === 'spark/status' && e.coreid === id).map((e) => e.data);
 
 /**
- * Runs `body` while `nodes` hold leases, renewed as a node renews its own: the tests that drive
- * the presence repository under made-up node names would otherwise race the running leader's
- * check, which sets offline the devices of any node without a lease.
+ * Runs `body` while `nodes` hold leases, each held as a node holds its own (cluster/lease.ts): the
+ * tests that drive the presence repository under made-up node names would otherwise race the
+ * running leader's check, which sets offline the devices of any node without a lease.
  */
 async function leased<T>(nodes: string[], body: () => Promise<T>): Promise<T> {
-  const leases = await first.skyport.bus.shared.table('nodes', LEASE_SECONDS * 1000);
-  const renew = () => Promise.all(nodes.map((n) => leases.put(n, String(Date.now()))));
-  await renew();
-  const timer = setInterval(() => { void renew(); }, CHECK_MS / 2);
+  const table = await first.skyport.bus.shared.table('nodes', LEASE_SECONDS * 1000);
+  const quiet = () => ({ error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined });
+  const leases = nodes.map((nodeId) => holdLease({ table, nodeId, ttlMs: LEASE_SECONDS * 1000, log: quiet, lapsed: async () => undefined }));
+  await Promise.all(leases.map((l) => l.first));
   try {
     return await body();
   } finally {
-    clearInterval(timer);
-    await Promise.all(nodes.map((n) => leases.delete(n)));
+    await Promise.all(leases.map((l) => l.close()));
   }
 }
 
