@@ -226,6 +226,7 @@ function wireServices(settings: Settings, db: Db, store: StoreWatch, clock: Cloc
     settings: { transfers: settings.firmwareTransfers, timeoutSeconds: settings.firmwareUpdateTimeoutSeconds }, batchWindowMs: windowFor(db.kind),
     metrics: { bytesSent: (n) => metrics.firmwareBytesSent.inc(n), outcome: (outcome) => metrics.firmwareUpdates.inc({ outcome }) },
     changed: (id) => devicesRepo.forget(id),
+    described: (id) => presence.described(id),
     emit: async (deviceId, name, data) => {
       const d = await devicesRepo.findById(deviceId);
       if (d) await publish({ name, data, ttl: 60, private: true, published_at: clock.now().toISOString(), coreid: deviceId, owner: d.owner, productId: d.productId });

@@ -126,5 +126,5 @@ export function createPresenceService(deps: {
 
 export type PresenceService = ReturnType<typeof createPresenceService>;
 
-/** What the API's device reads wait for: this node's presence writes not stored yet. */
-export type PendingPresence = Pick<PresenceService, 'stored' | 'written'>;
+/** What the API's device reads and a device's updates wait for: this node's presence writes not stored yet. */
+export type PendingPresence = Pick<PresenceService, 'stored' | 'written' | 'described'>;

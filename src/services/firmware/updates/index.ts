@@ -45,6 +45,8 @@ export function createFirmwareUpdates(deps: {
   metrics?: FirmwareUpdateMetrics;
   /** A device's row changed (whether it takes updates): its cached copies go. */
   changed?: (deviceId: string) => void;
+  /** Resolves once the device's last `hello` (the version it runs) is stored, or could not be. */
+  described?: (deviceId: string) => Promise<void>;
   batchWindowMs?: number;
 }) {
   const log = deps.log;
@@ -144,6 +146,9 @@ export function createFirmwareUpdates(deps: {
   async function settleReturn(newest: UpdateRecord | null, running: number | null): Promise<UpdateRecord | null> {
     const outcome = outcomeOnReturn(newest, running);
     if (!newest || !outcome) return newest;
+    // The outcome follows the version it is judged by into the store: whoever reads an update
+    // succeeded reads the device on its new version (the hello is written in batches).
+    await deps.described?.(newest.deviceId);
     if (outcome === 'succeeded') await records.succeeded(newest);
     else await records.failed(newest, FAILURES.oldVersion);
     return { ...newest, state: outcome };
